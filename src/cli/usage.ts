@@ -1,0 +1,29 @@
+/** A mistake in how the CLI was called: printed with a pointer to --help, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export const USAGE = `tether: process execution for AI agents that never hangs, orphans or loses a byte.
+
+Usage:
+  tether run [options] -- <command...>   run one shell command through the runtime
+  tether --help                          this text
+
+Run 'tether <command> --help' for a command's options.
+`;
+
+export const RUN_USAGE = `Usage: tether run [options] -- <command...>
+
+Runs <command...> (joined with spaces) with /bin/bash -c through a Tether runtime: the whole
+process tree is killed on timeout or Ctrl-C, leftovers are swept, and long output keeps its tail
+with the full output spilled to a file.
+
+Options:
+  --timeout <ms>    kill the command's whole tree after <ms> milliseconds
+  --cwd <dir>       working directory (default: the current one)
+  --shell <path>    shell used with -c (default: /bin/bash)
+  --json            print the whole result as JSON instead of the output
+  -h, --help        this text
+
+Exit status: the command's exit code; 124 on timeout; 130 when cancelled; 128+N when killed by signal N.
+`;

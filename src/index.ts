@@ -1,0 +1,16 @@
+export { type TetherErrorCode, TetherError } from './errors.js';
+export { createRuntime, type Runtime, type ShellService } from './runtime.js';
+export type { RuntimeOptions } from './runtime-options.js';
+export type { ShellRequest, ShellResult } from './shell/shell-types.js';
+export type { EnvPolicy } from './subprocess/env.js';
+export { createLocalProvider, type LocalProviderOptions } from './subprocess/local-provider.js';
+export type {
+  ProcessIdentity,
+  StdioDisposition,
+  SubprocessExit,
+  SubprocessHandle,
+  SubprocessProvider,
+  SubprocessSpawnSpec,
+  TreeKillVerdict,
+  TreeProof,
+} from './subprocess/types.js';

@@ -1,0 +1,70 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { assertArgument } from './errors.js';
+import type { EnvPolicy } from './subprocess/env.js';
+import type { SubprocessProvider } from './subprocess/types.js';
+
+/**
+ * Everything `createRuntime` can be told. Every field is optional; defaults are listed.
+ */
+export interface RuntimeOptions {
+  /** The execution seam (S2); default: processes on this machine. */
+  readonly provider?: SubprocessProvider;
+  /** Where complete outputs are spilled; default `<tmpdir>/tether-spill`. */
+  readonly spillDir?: string;
+  /** Default cwd for commands; default `process.cwd()`. */
+  readonly cwd?: string;
+  /** Default shell for `-c`; default `/bin/bash`. */
+  readonly shell?: string;
+  /** How the host env is cleaned for children (S3). */
+  readonly env?: EnvPolicy;
+  readonly limits?: {
+    /** Characters of output kept in a shell result; default 30,000. */
+    readonly outputCapChars?: number;
+    /** ms between SIGTERM and SIGKILL in a tree kill; default 2,000. */
+    readonly cleanupGraceMs?: number;
+    /** ms to wait for stdio to close after a command's shell exited; default 500. */
+    readonly drainMs?: number;
+  };
+}
+
+export interface ResolvedOptions {
+  readonly provider: SubprocessProvider | undefined;
+  readonly spillDir: string;
+  readonly cwd: string;
+  readonly shell: string;
+  readonly env: EnvPolicy;
+  readonly outputCapChars: number;
+  readonly cleanupGraceMs: number;
+  readonly drainMs: number;
+}
+
+/** Fills defaults and rejects nonsense with INVALID_ARGUMENT naming the option (R). */
+export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
+  assertArgument(typeof options === 'object' && options !== null, 'createRuntime options must be an object');
+  const limits = options.limits ?? {};
+  const resolved: ResolvedOptions = {
+    provider: options.provider,
+    spillDir: options.spillDir ?? join(tmpdir(), 'tether-spill'),
+    cwd: options.cwd ?? process.cwd(),
+    shell: options.shell ?? '/bin/bash',
+    env: options.env ?? {},
+    outputCapChars: limits.outputCapChars ?? 30_000,
+    cleanupGraceMs: limits.cleanupGraceMs ?? 2_000,
+    drainMs: limits.drainMs ?? 500,
+  };
+  for (const key of ['spillDir', 'cwd', 'shell'] as const) {
+    assertArgument(typeof resolved[key] === 'string' && resolved[key].length > 0, `${key} must be a non-empty string`);
+  }
+  assertPositiveInteger('limits.outputCapChars', resolved.outputCapChars, 200);
+  assertPositiveInteger('limits.cleanupGraceMs', resolved.cleanupGraceMs, 0);
+  assertPositiveInteger('limits.drainMs', resolved.drainMs, 0);
+  return resolved;
+}
+
+function assertPositiveInteger(name: string, value: number, min: number): void {
+  assertArgument(
+    Number.isSafeInteger(value) && value >= min,
+    `${name} must be an integer >= ${min}, got ${String(value)}`,
+  );
+}

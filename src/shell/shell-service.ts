@@ -1,0 +1,150 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { assertArgument } from '../errors.js';
+import { OutputCapture } from '../output/output-capture.js';
+import type { SpillPool } from '../output/spill.js';
+import type { SubprocessProvider } from '../subprocess/types.js';
+import type { ShellRequest, ShellResult } from './shell-types.js';
+
+export interface ShellDefaults {
+  readonly shell: string;
+  readonly cwd: string;
+  /** Characters of output kept in a result (the tail). */
+  readonly outputCapChars: number;
+  /** Between SIGTERM and SIGKILL. */
+  readonly cleanupGraceMs: number;
+  /** How long to wait for stdout/stderr to close after the shell exited. */
+  readonly drainMs: number;
+}
+
+export interface ShellDeps {
+  readonly provider: SubprocessProvider;
+  readonly spillPool: SpillPool | null;
+  readonly defaults: ShellDefaults;
+  /** Aborted when the runtime is disposed: every running command is cancelled (D2). */
+  readonly lifetime: AbortSignal;
+}
+
+/** What a model needs from a non-interactive shell: no pager, no colours, no prompts (C1). */
+export const NON_INTERACTIVE_ENV: Readonly<Record<string, string>> = {
+  TERM: 'dumb',
+  PAGER: 'cat',
+  GIT_PAGER: 'cat',
+  NO_COLOR: '1',
+};
+
+/**
+ * Runs one command through `<shell> -c` on the subprocess seam and returns its facts.
+ *
+ * @example
+ * ```ts
+ * const result = await rt.shell.run({ command: 'make test', timeoutMs: 60_000 });
+ * if (result.timedOut) console.log('gave up; tail:', result.output);
+ * ```
+ */
+export function runShell(deps: ShellDeps, req: ShellRequest): Promise<ShellResult> {
+  validateShellRequest(req);
+  const started = performance.now();
+  if (req.signal?.aborted || deps.lifetime.aborted) return Promise.resolve(cancelledBeforeStart(started));
+  return runSpawned(deps, req, started);
+}
+
+/** Throws INVALID_ARGUMENT naming the field for a request no shell could run. */
+export function validateShellRequest(req: ShellRequest): void {
+  assertArgument(typeof req === 'object' && req !== null, 'shell request must be an object { command, ... }');
+  assertArgument(typeof req.command === 'string', 'command must be a string, e.g. { command: "ls -la" }');
+  assertArgument(!req.command.includes('\0'), 'command must not contain NUL characters');
+  if (req.timeoutMs !== undefined) {
+    assertArgument(
+      Number.isFinite(req.timeoutMs) && req.timeoutMs > 0,
+      `timeoutMs must be a positive finite number of milliseconds, got ${String(req.timeoutMs)}`,
+    );
+  }
+  if (req.cwd !== undefined) assertArgument(typeof req.cwd === 'string', 'cwd must be a string path');
+  if (req.shell !== undefined) {
+    assertArgument(typeof req.shell === 'string' && req.shell.length > 0, 'shell must be a non-empty path');
+  }
+}
+
+async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): Promise<ShellResult> {
+  const { defaults } = deps;
+  const child = await deps.provider.spawn({
+    argv: [req.shell ?? defaults.shell, '-c', req.command],
+    cwd: req.cwd ?? defaults.cwd,
+    stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+    cleanupGraceMs: defaults.cleanupGraceMs,
+    env: { ...NON_INTERACTIVE_ENV, ...req.env },
+  });
+  const capture = new OutputCapture(defaults.outputCapChars, deps.spillPool);
+  capture.attach(child.stdout);
+  capture.attach(child.stderr);
+
+  // One owner for the deadline and the cancellation: aborted as soon as the leader exits.
+  const stop = new AbortController();
+  let timedOut = false;
+  let cancelled = false;
+  const killFor = (reason: 'timeout' | 'cancel') => {
+    if (reason === 'timeout') timedOut = true;
+    else cancelled = true;
+    void child.kill();
+  };
+  const onAbort = () => killFor('cancel');
+  req.signal?.addEventListener('abort', onAbort, { once: true });
+  deps.lifetime.addEventListener('abort', onAbort, { once: true });
+  if (req.signal?.aborted || deps.lifetime.aborted) onAbort(); // aborted while the process was starting
+  if (req.timeoutMs !== undefined) {
+    sleep(req.timeoutMs, undefined, { signal: stop.signal }).then(
+      () => killFor('timeout'),
+      () => {},
+    );
+  }
+
+  try {
+    const exit = await child.exited;
+    stop.abort();
+    const drainTimedOut = !(await closedWithin(capture, defaults.drainMs));
+    // The shell is gone; whatever it left behind is an orphan of a one-shot command.
+    const verdict = await child.kill();
+    if (drainTimedOut && !(await closedWithin(capture, defaults.drainMs))) capture.detach();
+    const captured = await capture.finish();
+    return {
+      exitCode: exit.exitCode,
+      signal: exit.signal,
+      timedOut,
+      cancelled,
+      ...captured,
+      drainTimedOut,
+      ...(verdict.status === 'escaped' ? { escaped: [...verdict.escaped, ...verdict.stuck] } : {}),
+      durationMs: performance.now() - started,
+    };
+  } finally {
+    stop.abort();
+    req.signal?.removeEventListener('abort', onAbort);
+    deps.lifetime.removeEventListener('abort', onAbort);
+  }
+}
+
+// True when every stdio stream closed within `ms`; the wait is cancelled either way.
+async function closedWithin(capture: OutputCapture, ms: number): Promise<boolean> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([
+      capture.closed.then(() => true),
+      sleep(ms, false, { signal: timer.signal }).catch(() => false),
+    ]);
+  } finally {
+    timer.abort();
+  }
+}
+
+function cancelledBeforeStart(started: number): ShellResult {
+  return {
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    cancelled: true,
+    output: '',
+    truncated: false,
+    drainTimedOut: false,
+    durationMs: performance.now() - started,
+  };
+}

@@ -1,0 +1,38 @@
+/** One command for `rt.shell.run` (SPEC section 9). */
+export interface ShellRequest {
+  readonly command: string;
+  /** Defaults to the runtime's cwd. Must exist: a missing directory throws CWD_NOT_FOUND. */
+  readonly cwd?: string;
+  /** Kill the whole tree after this many ms; the result says `timedOut`. */
+  readonly timeoutMs?: number;
+  /** Aborting kills the whole tree; the result says `cancelled`. */
+  readonly signal?: AbortSignal;
+  /** Overlay on the sanitized env: a string sets, `undefined` deletes (S3). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The shell that interprets `command` with `-c`; default `/bin/bash`. */
+  readonly shell?: string;
+}
+
+/**
+ * The facts of one finished command (C1): a non-zero exit, a timeout and a cancellation are
+ * results, never exceptions.
+ */
+export interface ShellResult {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly timedOut: boolean;
+  readonly cancelled: boolean;
+  /** stdout and stderr interleaved in arrival order; the tail when `truncated`, after a marker line. */
+  readonly output: string;
+  /** Some earlier output is not in `output` (see the marker and `spillPath`). */
+  readonly truncated: boolean;
+  /** The complete raw output, published only when every byte was written and synced (C2). */
+  readonly spillPath?: string;
+  /** Why the output could not be spilled, when it could not. */
+  readonly spillError?: string;
+  /** The shell exited but a leftover process held stdout/stderr open past the drain deadline. */
+  readonly drainTimedOut: boolean;
+  /** Leftover processes of the tree that could not be killed (never silently dropped, S4). */
+  readonly escaped?: readonly number[];
+  readonly durationMs: number;
+}

@@ -1,0 +1,153 @@
+/**
+ * The environment a child starts with (SPEC S3): the host env minus anything that looks like
+ * a secret or belongs to the runtime itself, then the caller's overlay.
+ */
+
+/** Every host variable whose name starts with this (case-insensitive) is the runtime's own. */
+export const DEFAULT_IDENTITY_PREFIX = 'TETHER_';
+
+/** A variable whose upper-cased name contains one of these is dropped (S3). */
+export const SECRET_NAME_PATTERNS: readonly string[] = Object.freeze([
+  'KEY',
+  'PASSWORD',
+  'PASSWD',
+  'SECRET',
+  'TOKEN',
+  'AUTH',
+  'CREDENTIAL',
+  'PRIVATE',
+  'CERT',
+]);
+
+/**
+ * Names kept although they contain a secret pattern: they point at public CA trust anchors,
+ * and dropping them breaks TLS behind corporate proxies. Their values are still checked.
+ */
+export const SECRET_NAME_EXCEPTIONS: readonly string[] = Object.freeze([
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'NODE_EXTRA_CA_CERTS',
+]);
+
+/** A value shape that is a credential whatever the variable is called. */
+export interface SecretValuePattern {
+  readonly name: string;
+  readonly pattern: RegExp;
+}
+
+/** A variable whose value matches one of these is dropped, even when its name is allowed (S3). */
+export const SECRET_VALUE_PATTERNS: readonly SecretValuePattern[] = Object.freeze([
+  { name: 'PEM private key', pattern: /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/ },
+  { name: 'GitHub token', pattern: /\b(?:gh[oprsu]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/ },
+  { name: 'AWS access key id', pattern: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/ },
+  { name: 'JWT', pattern: /\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}/ },
+  { name: 'Stripe key', pattern: /\b[rs]k_(?:live|test)_[A-Za-z0-9]{10,}/ },
+  { name: 'sk- API key', pattern: /\bsk-(?:(?:ant|proj)-[A-Za-z0-9_-]{10,}|[A-Za-z0-9_-]{20,})/ },
+  { name: 'Slack token', pattern: /\bxox[abeprs]-[A-Za-z0-9-]{10,}/ },
+  { name: 'credentials in a URL', pattern: /\b[a-z][a-z0-9+.-]*:\/\/[^\s/:@]+:[^\s/]*@/i },
+] as const);
+
+/** Proxy variables (any case): kept, with credentials embedded in the URL removed. */
+export const PROXY_NAMES: readonly string[] = Object.freeze([
+  'http_proxy',
+  'https_proxy',
+  'ftp_proxy',
+  'all_proxy',
+  'no_proxy',
+]);
+
+/** How the host env is filtered before the overlay is applied. */
+export interface EnvPolicy {
+  /** Host variables starting with this (case-insensitive) are dropped. Default `'TETHER_'`. */
+  readonly identityPrefix?: string;
+  /**
+   * When given, only these names pass (exact, or a prefix when the entry ends with `*`, e.g.
+   * `'LC_*'`). A minimal env; it restricts further and never admits a secret: the name and
+   * value rules still apply. Pass a secret deliberately through the overlay instead.
+   */
+  readonly allow?: readonly string[];
+}
+
+/**
+ * Builds a child's environment (S3): start from `host`; drop variables whose name matches
+ * {@link SECRET_NAME_PATTERNS}, whose value matches {@link SECRET_VALUE_PATTERNS}, or whose
+ * name starts with the identity prefix; keep PATH, HOME, locale, proxies (credentials
+ * stripped) and the rest. Then apply `overlay`: a string sets (unfiltered — the caller's
+ * explicit choice), `undefined` deletes. Inputs are never mutated.
+ *
+ * @example
+ * ```ts
+ * const env = sanitizeEnv(process.env, {}, { TERM: 'dumb', PAGER: undefined });
+ * // env.PATH is kept, env.GITHUB_TOKEN and env.TETHER_AGENT are gone, env.TERM === 'dumb'
+ * const minimal = sanitizeEnv(process.env, { allow: ['PATH', 'HOME', 'LANG', 'LC_*'] });
+ * ```
+ */
+export function sanitizeEnv(
+  host: NodeJS.ProcessEnv,
+  policy: EnvPolicy = {},
+  overlay: Readonly<Record<string, string | undefined>> = {},
+): Record<string, string> {
+  const prefix = (policy.identityPrefix ?? DEFAULT_IDENTITY_PREFIX).toUpperCase();
+  const allow = policy.allow === undefined ? null : compileAllow(policy.allow);
+  // Null prototype: a variable named `__proto__` stays a plain entry.
+  const out: Record<string, string> = Object.create(null);
+  for (const [name, raw] of Object.entries(host)) {
+    if (raw === undefined) continue;
+    if (prefix !== '' && name.toUpperCase().startsWith(prefix)) continue;
+    if (allow !== null && !allow(name)) continue;
+    if (isSecretName(name)) continue;
+    const value = isProxyName(name) ? stripUrlCredentials(raw) : raw;
+    if (isSecretValue(value)) continue;
+    out[name] = value;
+  }
+  for (const [name, value] of Object.entries(overlay)) {
+    if (value === undefined) delete out[name];
+    else out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * True when `name` would be dropped for its name alone (S3).
+ *
+ * @example
+ * ```ts
+ * isSecretName('NPM_TOKEN'); // true
+ * isSecretName('SSL_CERT_FILE'); // false: a public trust anchor, see SECRET_NAME_EXCEPTIONS
+ * ```
+ */
+export function isSecretName(name: string): boolean {
+  if (SECRET_NAME_EXCEPTIONS.includes(name)) return false;
+  const upper = name.toUpperCase();
+  return SECRET_NAME_PATTERNS.some((p) => upper.includes(p));
+}
+
+/**
+ * True when `value` is shaped like a credential (S3).
+ *
+ * @example
+ * ```ts
+ * isSecretValue('postgres://app:hunter2@db:5432/app'); // true
+ * isSecretValue('/usr/local/bin:/usr/bin'); // false
+ * ```
+ */
+export function isSecretValue(value: string): boolean {
+  return SECRET_VALUE_PATTERNS.some(({ pattern }) => pattern.test(value));
+}
+
+// Proxy names are matched case-insensitively: curl honours both http_proxy and HTTP_PROXY.
+function isProxyName(name: string): boolean {
+  return PROXY_NAMES.includes(name.toLowerCase());
+}
+
+// Removes `user:pass@` (or `user@`) after a scheme or at the start: scheme, host, port remain.
+function stripUrlCredentials(value: string): string {
+  return value.replace(/(^|:\/\/)[^\s/]*@/g, '$1');
+}
+
+// Exact names, or prefixes for entries ending with `*`.
+function compileAllow(entries: readonly string[]): (name: string) => boolean {
+  const exact = new Set(entries.filter((e) => !e.endsWith('*')));
+  const prefixes = entries.filter((e) => e.endsWith('*')).map((e) => e.slice(0, -1));
+  return (name) => exact.has(name) || prefixes.some((p) => name.startsWith(p));
+}

@@ -1,0 +1,120 @@
+import { type ChildProcess, spawn as spawnChild } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { TetherError } from '../errors.js';
+import { type EnvPolicy, sanitizeEnv } from './env.js';
+import { readIdentity } from './identity.js';
+import { newTreeId, TREE_MARKER_ENV } from './marker.js';
+import { killProcessTree } from './tree-kill.js';
+import type {
+  ProcessIdentity,
+  SubprocessExit,
+  SubprocessHandle,
+  SubprocessProvider,
+  SubprocessSpawnSpec,
+  TreeKillVerdict,
+} from './types.js';
+
+export interface LocalProviderOptions {
+  /** How the host env is sanitized before the spec's overlay is applied (S3). */
+  readonly env?: EnvPolicy;
+}
+
+/**
+ * The provider that runs processes on this machine (S2). Every child leads its own process
+ * group and session (`detached`), carries the tree marker in its env, and is killed as a tree.
+ *
+ * @example
+ * ```ts
+ * const provider = createLocalProvider();
+ * const child = await provider.spawn({ argv: ['sleep', '10'], cwd: '/', cleanupGraceMs: 500,
+ *   stdio: { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' } });
+ * const verdict = await child.kill(); // { status: 'quiescent', ... }
+ * ```
+ */
+export function createLocalProvider(options: LocalProviderOptions = {}): SubprocessProvider {
+  return {
+    name: 'local',
+    spawn: (spec) => spawnLocal(spec, options),
+  };
+}
+
+async function spawnLocal(
+  spec: SubprocessSpawnSpec,
+  options: LocalProviderOptions,
+): Promise<SubprocessHandle> {
+  if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
+  assertDirectory(spec.cwd);
+  const treeId = newTreeId();
+  const env = { ...sanitizeEnv(process.env, options.env, spec.env), [TREE_MARKER_ENV]: treeId };
+  const [file, ...args] = spec.argv;
+  const child = spawnChild(file, args, {
+    cwd: spec.cwd,
+    env,
+    detached: true,
+    stdio: [spec.stdio.stdin, spec.stdio.stdout, spec.stdio.stderr],
+  });
+  await started(child, file, spec.cwd);
+  return trackChild(child, treeId, spec);
+}
+
+// Node reports a missing cwd as "spawn <file> ENOENT", which blames the wrong thing: check first.
+function assertDirectory(cwd: string): void {
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(cwd).isDirectory();
+  } catch {}
+  if (!isDirectory) {
+    throw new TetherError(
+      'CWD_NOT_FOUND',
+      `cwd '${cwd}' is not an existing directory; pass a directory that exists`,
+    );
+  }
+}
+
+// Resolves on the 'spawn' event; a spawn 'error' (ENOENT, EACCES) becomes SPAWN_FAILED.
+function started(child: ChildProcess, file: string, cwd: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onSpawn = () => {
+      child.off('error', onError);
+      resolve();
+    };
+    const onError = (err: NodeJS.ErrnoException) => {
+      child.off('spawn', onSpawn);
+      const hint =
+        err.code === 'ENOENT'
+          ? `'${file}' was not found (looked up in PATH from cwd '${cwd}'); pass an installed executable`
+          : `'${file}' could not be started: ${err.message}`;
+      reject(new TetherError('SPAWN_FAILED', hint, { cause: err }));
+    };
+    child.once('spawn', onSpawn);
+    child.once('error', onError);
+  });
+}
+
+function trackChild(child: ChildProcess, treeId: string, spec: SubprocessSpawnSpec): SubprocessHandle {
+  const pid = child.pid!;
+  // The leader cannot have been reaped yet (libuv reaps on the loop), so /proc still has it.
+  const identity: ProcessIdentity = readIdentity(pid) ?? { pid, startTime: null };
+  const exited = new Promise<SubprocessExit>((resolve) => {
+    child.once('exit', (exitCode, signal) => resolve({ exitCode, signal }));
+  });
+  // Errors after spawn (e.g. EPIPE on stdin) are not the tree's fate; the exit event is.
+  child.on('error', () => {});
+
+  let inFlight: Promise<TreeKillVerdict> | null = null;
+  const kill = (): Promise<TreeKillVerdict> => {
+    inFlight ??= killProcessTree({ root: identity, treeId }, { graceMs: spec.cleanupGraceMs }).finally(() => {
+      inFlight = null;
+    });
+    return inFlight;
+  };
+
+  const signal = spec.signal;
+  if (signal) {
+    const onAbort = () => void kill();
+    signal.addEventListener('abort', onAbort, { once: true });
+    void exited.then(() => signal.removeEventListener('abort', onAbort));
+  }
+
+  return { identity, treeId, stdin: child.stdin, stdout: child.stdout, stderr: child.stderr, exited, kill };
+}

@@ -1,0 +1,18 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * The inherited env variable that tags every process of a tree we spawned. A process that
+ * escapes the process group (setsid, double fork, nohup) still carries it in
+ * /proc/<pid>/environ, which is how the tree kill finds it (S4).
+ */
+export const TREE_MARKER_ENV = 'TETHER_TREE';
+
+/** `<host pid>.<random>`: the prefix lets a host find every tree it started (tests, operators). */
+export function newTreeId(): string {
+  return `${treeIdPrefix()}${randomBytes(9).toString('base64url')}`;
+}
+
+/** The prefix shared by every tree id this Node process hands out. */
+export function treeIdPrefix(pid: number = process.pid): string {
+  return `${pid}.`;
+}

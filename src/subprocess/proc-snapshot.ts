@@ -1,0 +1,114 @@
+import { TREE_MARKER_ENV } from './marker.js';
+import { listPids, type ProcStat, readEnvironValue, readProcStat } from './proc.js';
+
+/**
+ * One full scan of /proc: every readable stat, plus the env marker of each process, read
+ * lazily at most once per scan. Shared by concurrent tree kills (S4) so that N kills in
+ * the same poll tick cost one scan, not N.
+ */
+export interface ProcSnapshot {
+  /** Increases with every scan: a caller asks for a scan newer than the one it last used. */
+  readonly seq: number;
+  /** `performance.now()` when the scan started. */
+  readonly startedAt: number;
+  readonly stats: readonly ProcStat[];
+  readonly byPid: ReadonlyMap<number, ProcStat>;
+  /** This Node process and its ancestors: never members of a tree we kill. */
+  readonly self: ReadonlySet<number>;
+  /** The `TETHER_TREE` value of `pid` (cached for this scan). */
+  marker(pid: number): string | null;
+}
+
+/** How old a scan may be and still serve a caller that has not seen it yet. */
+const SNAPSHOT_REUSE_MS = 10;
+let latest: ProcSnapshot | undefined;
+let pending: Promise<ProcSnapshot> | undefined;
+let seqCounter = 0;
+
+/**
+ * Scans /proc now (synchronously) and makes the result the shared latest snapshot.
+ *
+ * @example
+ * ```ts
+ * const snap = scanProcSnapshot();
+ * snap.stats.filter((s) => snap.marker(s.pid) === treeId);
+ * ```
+ */
+export function scanProcSnapshot(): ProcSnapshot {
+  const startedAt = performance.now();
+  const stats: ProcStat[] = [];
+  const byPid = new Map<number, ProcStat>();
+  for (const pid of listPids()) {
+    const stat = readProcStat(pid);
+    if (stat === null) continue;
+    stats.push(stat);
+    byPid.set(pid, stat);
+  }
+  const self = new Set<number>();
+  for (let pid: number | undefined = process.pid; pid !== undefined && pid > 0 && !self.has(pid); ) {
+    self.add(pid);
+    pid = byPid.get(pid)?.ppid;
+  }
+  const markers = new Map<number, string | null>();
+  const marker = (pid: number): string | null => {
+    let value = markers.get(pid);
+    if (value === undefined) {
+      value = readEnvironValue(pid, TREE_MARKER_ENV);
+      markers.set(pid, value);
+    }
+    return value;
+  };
+  latest = { seq: ++seqCounter, startedAt, stats, byPid, self, marker };
+  return latest;
+}
+
+/**
+ * A snapshot whose scan started after the one numbered `seq` (so it reflects everything
+ * the caller did since): the shared latest when it is newer and at most ~10 ms old,
+ * otherwise one scan that every caller asking in this turn of the event loop shares.
+ * Pass `currentProcSnapshotSeq()` to demand a scan that has not started yet.
+ *
+ * @example
+ * ```ts
+ * let snap = await procSnapshotAfter(currentProcSnapshotSeq());
+ * snap = await procSnapshotAfter(snap.seq); // next poll
+ * ```
+ */
+export function procSnapshotAfter(seq: number): Promise<ProcSnapshot> {
+  if (latest !== undefined && latest.seq > seq && performance.now() - latest.startedAt <= SNAPSHOT_REUSE_MS) {
+    return Promise.resolve(latest);
+  }
+  pending ??= new Promise<ProcSnapshot>((resolve) => {
+    setImmediate(() => {
+      pending = undefined;
+      resolve(scanProcSnapshot());
+    });
+  });
+  return pending;
+}
+
+/**
+ * The number of the latest scan (0 before any): `procSnapshotAfter(currentProcSnapshotSeq())`
+ * returns a scan that starts after this call.
+ *
+ * @example
+ * ```ts
+ * const fresh = await procSnapshotAfter(currentProcSnapshotSeq());
+ * ```
+ */
+export function currentProcSnapshotSeq(): number {
+  return seqCounter;
+}
+
+/**
+ * The shared latest snapshot if at most ~10 ms old, else a new synchronous scan.
+ *
+ * @example
+ * ```ts
+ * const snap = recentProcSnapshot();
+ * ```
+ */
+export function recentProcSnapshot(): ProcSnapshot {
+  if (latest !== undefined && performance.now() - latest.startedAt <= SNAPSHOT_REUSE_MS) return latest;
+  return scanProcSnapshot();
+}

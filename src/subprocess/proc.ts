@@ -1,0 +1,161 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { TREE_MARKER_ENV } from './marker.js';
+
+/**
+ * The fields of `/proc/<pid>/stat` the tree kill needs (S4). `startTime` is field 22
+ * (clock ticks since boot): together with `pid` it names one process for its whole life.
+ */
+export interface ProcStat {
+  readonly pid: number;
+  readonly comm: string;
+  /** One char: R, S, D, Z, T, t, X, I, … */
+  readonly state: string;
+  readonly ppid: number;
+  readonly pgrp: number;
+  readonly session: number;
+  readonly ttyNr: number;
+  readonly tpgid: number;
+  readonly startTime: number;
+}
+
+let procfs: boolean | undefined;
+
+/**
+ * Whether this host has a Linux-style procfs (S4: otherwise the tree kill falls back to `ps`).
+ *
+ * @example
+ * ```ts
+ * const proof = hasProcfs() ? 'proc' : 'ps';
+ * ```
+ */
+export function hasProcfs(): boolean {
+  procfs ??= existsSync('/proc/self/stat');
+  return procfs;
+}
+
+/**
+ * Parses one `/proc/<pid>/stat` line. `comm` may hold spaces and parentheses, so the
+ * fields are split after the LAST `)`. Returns `null` on a malformed line.
+ *
+ * @example
+ * ```ts
+ * parseProcStat('42 (a b) c) S 1 42 42 0 -1 ...')?.comm; // 'a b) c'
+ * ```
+ */
+export function parseProcStat(line: string): ProcStat | null {
+  const open = line.indexOf('(');
+  const close = line.lastIndexOf(')');
+  if (open < 0 || close < open) return null;
+  const pid = Number(line.slice(0, open).trim());
+  // Fields 3.. follow ") "; index i of `rest` is field i + 3.
+  const rest = line.slice(close + 2).split(' ');
+  const state = rest[0];
+  const startTime = Number(rest[19]);
+  if (!Number.isInteger(pid) || state === undefined || state.length !== 1 || !Number.isFinite(startTime)) {
+    return null;
+  }
+  return {
+    pid,
+    comm: line.slice(open + 1, close),
+    state,
+    ppid: Number(rest[1]),
+    pgrp: Number(rest[2]),
+    session: Number(rest[3]),
+    ttyNr: Number(rest[4]),
+    tpgid: Number(rest[5]),
+    startTime,
+  };
+}
+
+/**
+ * Reads `/proc/<pid>/stat`; `null` when the process is gone (or there is no /proc).
+ *
+ * @example
+ * ```ts
+ * const st = readProcStat(child.pid!);
+ * if (st && st.state !== 'Z') console.log('alive since tick', st.startTime);
+ * ```
+ */
+export function readProcStat(pid: number): ProcStat | null {
+  let line: string;
+  try {
+    line = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return null; // ENOENT/ESRCH: the process vanished, which is normal.
+  }
+  return parseProcStat(line);
+}
+
+/**
+ * Every pid currently listed in /proc (thread-group leaders only); `[]` without /proc.
+ *
+ * @example
+ * ```ts
+ * const everyone = listPids().map(readProcStat).filter((s) => s !== null);
+ * ```
+ */
+export function listPids(): number[] {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const pids: number[] = [];
+  for (const name of names) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const pid = Number(name);
+    if (Number.isInteger(pid)) pids.push(pid);
+  }
+  return pids;
+}
+
+/**
+ * The value of one variable in `/proc/<pid>/environ` (the env the process was exec'd
+ * with). `null` when unset, or when the file is unreadable (gone, another user, a zombie).
+ *
+ * @example
+ * ```ts
+ * readEnvironValue(pid, 'TETHER_TREE'); // '1234.xyz' or null
+ * ```
+ */
+export function readEnvironValue(pid: number, name: string): string | null {
+  let buf: Buffer;
+  try {
+    buf = readFileSync(`/proc/${pid}/environ`);
+  } catch {
+    return null;
+  }
+  const key = Buffer.from(`${name}=`, 'latin1');
+  let at = buf.subarray(0, key.length).equals(key) ? 0 : -1;
+  if (at < 0) {
+    const hit = buf.indexOf(Buffer.concat([Buffer.from([0]), key]));
+    if (hit < 0) return null;
+    at = hit + 1;
+  }
+  const start = at + key.length;
+  const end = buf.indexOf(0, start);
+  return buf.toString('utf8', start, end < 0 ? buf.length : end);
+}
+
+/**
+ * Pids of live (non-zombie) processes whose `TETHER_TREE` marker starts with `prefix`.
+ * Used by tests and operators to prove nothing a host started is still running (S4, D3).
+ *
+ * @example
+ * ```ts
+ * expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
+ * ```
+ */
+export function listTaggedProcesses(prefix: string): number[] {
+  const found: number[] = [];
+  for (const pid of listPids()) {
+    if (pid === process.pid) continue;
+    const stat = readProcStat(pid);
+    if (stat === null || stat.state === 'Z' || stat.state === 'X') continue;
+    const tag = readEnvironValue(pid, TREE_MARKER_ENV);
+    if (tag?.startsWith(prefix)) found.push(pid);
+  }
+  return found;
+}

@@ -1,0 +1,206 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import treeKill from 'tree-kill';
+import { isDeadState, signalIdentity } from './identity.js';
+import { hasProcfs, type ProcStat } from './proc.js';
+import {
+  currentProcSnapshotSeq,
+  type ProcSnapshot,
+  procSnapshotAfter,
+  recentProcSnapshot,
+} from './proc-snapshot.js';
+import type { ProcessIdentity, TreeKillVerdict } from './types.js';
+
+/** The tree to kill: its detached leader (pgid = sid = root pid) and its env marker value. */
+export interface TreeTarget {
+  readonly root: ProcessIdentity;
+  readonly treeId: string;
+}
+
+export interface TreeKillOptions {
+  /** Between SIGTERM and SIGKILL. */
+  readonly graceMs: number;
+  /** How long to wait for the tree to vanish after SIGKILL (default 2000). */
+  readonly killDeadlineMs?: number;
+  /** Re-scan period (default 20). */
+  readonly pollMs?: number;
+}
+
+/**
+ * The live (non-zombie) members of a tree now (S4): processes that (a) carry
+ * `TETHER_TREE=<treeId>`, or (b) sit in the root's process group or session and started no
+ * earlier than the root, or (c) descend from a member. Never this process or its ancestors.
+ *
+ * @example
+ * ```ts
+ * const left = findTreeMembers({ root: handle.identity, treeId: handle.treeId });
+ * console.log(left.map((s) => `${s.pid} ${s.comm}`));
+ * ```
+ */
+export function findTreeMembers(target: TreeTarget): ProcStat[] {
+  return membersIn(recentProcSnapshot(), target);
+}
+
+// S4 membership over one snapshot; see findTreeMembers for the rules.
+function membersIn(snap: ProcSnapshot, target: TreeTarget): ProcStat[] {
+  const { pid: rootPid, startTime: rootStart } = target.root;
+  const since = rootStart ?? 0;
+  const candidates = snap.stats.filter(
+    (s) => s.startTime >= since && !isDeadState(s.state) && !snap.self.has(s.pid),
+  );
+  // pgid/sid numbers cannot be reused while their group lives; once the root's pid names
+  // another process, a group with that number is no longer ours.
+  const atRoot = snap.byPid.get(rootPid);
+  const groupIsOurs = atRoot === undefined || atRoot.startTime === rootStart;
+  const members = new Set<number>();
+  for (const s of candidates) {
+    const tag = snap.marker(s.pid);
+    if (tag === target.treeId) members.add(s.pid);
+    // Another tree's marker means a group-number collision, not one of ours.
+    else if (groupIsOurs && tag === null && (s.pgrp === rootPid || s.session === rootPid)) members.add(s.pid);
+  }
+  const children = new Map<number, ProcStat[]>();
+  for (const s of candidates) {
+    const list = children.get(s.ppid);
+    if (list === undefined) children.set(s.ppid, [s]);
+    else list.push(s);
+  }
+  const queue = [...members];
+  for (let pid = queue.pop(); pid !== undefined; pid = queue.pop()) {
+    for (const child of children.get(pid) ?? []) {
+      if (!members.has(child.pid)) {
+        members.add(child.pid);
+        queue.push(child.pid);
+      }
+    }
+  }
+  return candidates.filter((s) => members.has(s.pid));
+}
+
+/**
+ * Kills a whole process tree (S4): SIGTERM (plus SIGCONT for stopped members) to every
+ * member, re-scanning for newcomers until all are dead or `graceMs` passed; then SIGKILL to
+ * every remaining member until gone or `killDeadlineMs`. Every signal is identity-checked,
+ * so a reused pid is never hit. `quiescent` only when a final scan finds no live member;
+ * a zombie counts as dead. With nothing alive it returns after one scan, no sleep.
+ * Concurrent calls share /proc scans. Without /proc it falls back to `ps` (proof 'ps').
+ *
+ * @example
+ * ```ts
+ * const verdict = await killProcessTree({ root: handle.identity, treeId: handle.treeId }, { graceMs: 2000 });
+ * if (verdict.status === 'escaped') console.warn('still alive:', verdict.escaped, verdict.stuck);
+ * ```
+ */
+export async function killProcessTree(target: TreeTarget, opts: TreeKillOptions): Promise<TreeKillVerdict> {
+  if (!hasProcfs()) return killTreeWithPs(target, opts);
+  const pollMs = Math.max(1, opts.pollMs ?? 20);
+  const sent: Sent = { processes: new Set(), signals: new Set() };
+  const ac = new AbortController();
+  let snap = await procSnapshotAfter(currentProcSnapshotSeq());
+  let members = membersIn(snap, target);
+  let emptyScans = 0;
+  // term: TERM + CONT until graceMs; kill: KILL until killDeadlineMs; final: one last scan.
+  let phase: 'term' | 'kill' | 'final' = 'term';
+  let killDeadline = Number.POSITIVE_INFINITY;
+  const graceDeadline = performance.now() + Math.max(0, opts.graceMs);
+  try {
+    for (;;) {
+      if (members.length === 0) {
+        // A member forking and dying while a scan reads /proc can hide its child from that
+        // one scan: after signalling anything, confirm with a second, later scan.
+        emptyScans++;
+        if (sent.processes.size === 0 || emptyScans >= 2)
+          return { status: 'quiescent', proof: 'proc', killed: sent.processes.size };
+      } else {
+        emptyScans = 0;
+        if (phase === 'final') break;
+        for (const m of members) signalMember(m, phase, sent);
+        const now = performance.now();
+        if (phase === 'term' && now >= graceDeadline) {
+          phase = 'kill';
+          killDeadline = now + Math.max(0, opts.killDeadlineMs ?? 2000);
+          continue; // KILL the members just seen, without waiting for another scan.
+        }
+        if (phase === 'kill' && now >= killDeadline) phase = 'final';
+        else {
+          const until = phase === 'term' ? graceDeadline : killDeadline;
+          await sleep(Math.max(1, Math.min(pollMs, until - now)), undefined, { signal: ac.signal });
+        }
+      }
+      snap = await procSnapshotAfter(snap.seq);
+      members = membersIn(snap, target);
+    }
+  } finally {
+    ac.abort();
+  }
+  const stuck = members.filter((s) => s.state === 'D').map((s) => s.pid);
+  const escaped = members.filter((s) => s.state !== 'D').map((s) => s.pid);
+  return { status: 'escaped', proof: 'proc', killed: sent.processes.size, escaped, stuck };
+}
+
+/** What one tree kill delivered: distinct processes (`pid:startTime`), and `phase:pid:startTime`. */
+interface Sent {
+  readonly processes: Set<string>;
+  readonly signals: Set<string>;
+}
+
+// One signal per identity and phase (TERM once, KILL once); SIGCONT to stopped members on
+// every TERM pass so that they can act on the pending TERM. Identity-checked (S4).
+function signalMember(m: ProcStat, phase: 'term' | 'kill', sent: Sent): void {
+  const id = { pid: m.pid, startTime: m.startTime };
+  const key = `${m.pid}:${m.startTime}`;
+  const once = `${phase}:${key}`;
+  if (!sent.signals.has(once) && signalIdentity(id, phase === 'term' ? 'SIGTERM' : 'SIGKILL')) {
+    sent.signals.add(once);
+    sent.processes.add(key);
+  }
+  if (phase === 'term' && (m.state === 'T' || m.state === 't')) signalIdentity(id, 'SIGCONT');
+}
+
+/**
+ * The S4 fallback where there is no /proc (macOS): the `tree-kill` package walks `ps` from
+ * the root, plus a signal to the root's process group. Weaker than the /proc path: no start
+ * times (a reused pid could be hit), no env marker (a setsid escapee whose ancestors died is
+ * not found), liveness from `kill(pid, 0)`, and `killed` is a lower bound. Exported so that
+ * Linux tests can exercise it.
+ *
+ * @example
+ * ```ts
+ * const verdict = await killTreeWithPs({ root: { pid, startTime: null }, treeId }, { graceMs: 500 });
+ * verdict.proof; // 'ps'
+ * ```
+ */
+export async function killTreeWithPs(target: TreeTarget, opts: TreeKillOptions): Promise<TreeKillVerdict> {
+  const { pid } = target.root;
+  const pollMs = Math.max(1, opts.pollMs ?? 20);
+  const ac = new AbortController();
+  const treeAlive = (): boolean => probe(pid) || probe(-pid);
+  if (!treeAlive()) return { status: 'quiescent', proof: 'ps', killed: 0 };
+  try {
+    for (const [signal, ms] of [
+      ['SIGTERM', Math.max(0, opts.graceMs)],
+      ['SIGKILL', Math.max(0, opts.killDeadlineMs ?? 2000)],
+    ] as const) {
+      await new Promise<void>((resolve) => treeKill(pid, signal, () => resolve()));
+      probe(-pid, signal);
+      if (signal === 'SIGTERM') probe(-pid, 'SIGCONT');
+      const deadline = performance.now() + ms;
+      while (treeAlive() && performance.now() < deadline) {
+        await sleep(pollMs, undefined, { signal: ac.signal });
+      }
+      if (!treeAlive()) return { status: 'quiescent', proof: 'ps', killed: 1 };
+    }
+  } finally {
+    ac.abort();
+  }
+  return { status: 'escaped', proof: 'ps', killed: 1, escaped: [pid], stuck: [] };
+}
+
+// kill(2) that reports whether the target existed (EPERM = exists); signal 0 only probes.
+function probe(pid: number, signal: NodeJS.Signals | 0 = 0): boolean {
+  try {
+    process.kill(pid, signal);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

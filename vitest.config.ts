@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // node-pty is not safe in worker threads: every test file runs in its own child process.
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    setupFiles: ['test/support/setup.ts'],
+  },
+});
