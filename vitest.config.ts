@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // node-pty is not safe in worker threads: every test file runs in its own child process.
     pool: 'forks',
+    // Memory-bound tests call gc() to measure live memory, not garbage.
+    execArgv: ['--expose-gc'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     setupFiles: ['test/support/setup.ts'],

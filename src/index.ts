@@ -1,4 +1,4 @@
-export { type TetherErrorCode, TetherError } from './errors.js';
+export { TetherError, type TetherErrorCode } from './errors.js';
 export { createRuntime, type Runtime, type ShellService } from './runtime.js';
 export type { RuntimeOptions } from './runtime-options.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';

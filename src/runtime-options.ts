@@ -54,7 +54,10 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     drainMs: limits.drainMs ?? 500,
   };
   for (const key of ['spillDir', 'cwd', 'shell'] as const) {
-    assertArgument(typeof resolved[key] === 'string' && resolved[key].length > 0, `${key} must be a non-empty string`);
+    assertArgument(
+      typeof resolved[key] === 'string' && resolved[key].length > 0,
+      `${key} must be a non-empty string`,
+    );
   }
   assertPositiveInteger('limits.outputCapChars', resolved.outputCapChars, 200);
   assertPositiveInteger('limits.cleanupGraceMs', resolved.cleanupGraceMs, 0);

@@ -38,8 +38,11 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
 
   // Every call is tracked so dispose can wait for it; nothing starts after dispose began.
   const track = <T>(work: () => Promise<T>): Promise<T> => {
-    if (disposing) return Promise.reject(new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one'));
-    const promise = work();
+    if (disposing)
+      return Promise.reject(
+        new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one'),
+      );
+    const promise = Promise.resolve().then(work); // misuse rejects; it never throws synchronously
     inFlight.add(promise);
     const forget = () => inFlight.delete(promise);
     promise.then(forget, forget);

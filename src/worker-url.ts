@@ -13,7 +13,10 @@ import { assertArgument } from './errors.js';
  * ```
  */
 export function workerUrl(name: string): URL {
-  assertArgument(/^[a-z0-9][a-z0-9-]*$/.test(name), `worker name must be kebab-case, got ${JSON.stringify(name)}`);
+  assertArgument(
+    /^[a-z0-9][a-z0-9-]*$/.test(name),
+    `worker name must be kebab-case, got ${JSON.stringify(name)}`,
+  );
   const fromSource = import.meta.url.endsWith('.ts');
   return new URL(fromSource ? `../dist/workers/${name}.js` : `../workers/${name}.js`, import.meta.url);
 }

@@ -8,6 +8,7 @@
  * process (verified under `prlimit --fsize`, see test/output/spill.test.ts).
  */
 import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { move, transferableSymbol, valueSymbol } from 'piscina';
 
 /** One unit of work for the spill thread. Paths are absolute. */
 export type SpillTask =
@@ -26,8 +27,13 @@ export type SpillTask =
   /** Remove `temp` if it exists. */
   | { readonly op: 'remove'; readonly temp: string };
 
-/** What a task did: `error` is the errno text, e.g. `EFBIG: file too large, write`. */
-export type SpillTaskResult = { readonly ok: true } | { readonly ok: false; readonly error: string };
+/**
+ * What a task did: `error` is the errno text, e.g. `EFBIG: file too large, write`. A write
+ * hands its buffer back in `data` (transferred) so the main thread can reuse it.
+ */
+export type SpillTaskResult =
+  | { readonly ok: true; readonly data?: ArrayBuffer }
+  | { readonly ok: false; readonly error: string };
 
 /**
  * The piscina task function.
@@ -44,7 +50,8 @@ export default function runSpillTask(task: SpillTask): SpillTaskResult {
       case 'create':
         return create(task.dir, task.temp);
       case 'write':
-        return write(task.temp, new Uint8Array(task.data, 0, task.length), task.position);
+        write(task.temp, new Uint8Array(task.data, 0, task.length), task.position);
+        return handBack(task.data);
       case 'commit':
         return commit(task.dir, task.temp, task.final);
       case 'remove':
@@ -63,7 +70,7 @@ function create(dir: string, temp: string): SpillTaskResult {
 }
 
 // Without O_CREAT: a temp file removed behind our back is an error, not a fresh empty file.
-function write(temp: string, bytes: Uint8Array, position: number): SpillTaskResult {
+function write(temp: string, bytes: Uint8Array, position: number): void {
   const fd = openSync(temp, constants.O_WRONLY);
   try {
     // A short write (e.g. up to RLIMIT_FSIZE) is followed by one that reports the errno.
@@ -75,7 +82,12 @@ function write(temp: string, bytes: Uint8Array, position: number): SpillTaskResu
   } finally {
     closeSync(fd);
   }
-  return { ok: true };
+}
+
+// Transfers the written buffer back; piscina unwraps the movable, so the caller sees the value.
+function handBack(data: ArrayBuffer): SpillTaskResult {
+  const result: SpillTaskResult = { ok: true, data };
+  return move({ [transferableSymbol]: data, [valueSymbol]: result }) as unknown as SpillTaskResult;
 }
 
 function commit(dir: string, temp: string, final: string): SpillTaskResult {

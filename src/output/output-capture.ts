@@ -69,7 +69,9 @@ export class OutputCapture {
     let { text, omittedBytes } = this.#tail.finish();
     if (omittedBytes > 0) {
       // The marker counts against the cap, so the whole output stays within it.
-      ({ text, omittedBytes } = this.#tail.finish(Math.max(0, this.#capChars - marker(this.#tail.totalBytes).length)));
+      ({ text, omittedBytes } = this.#tail.finish(
+        Math.max(0, this.#capChars - marker(this.#tail.totalBytes).length),
+      ));
       text = marker(omittedBytes) + text;
     }
     return {

@@ -72,7 +72,8 @@ export class TailBuffer {
 
   #ordered(): Uint8Array {
     const size = this.#ring.length;
-    if (this.#start + this.#length <= size) return this.#ring.subarray(this.#start, this.#start + this.#length);
+    if (this.#start + this.#length <= size)
+      return this.#ring.subarray(this.#start, this.#start + this.#length);
     const out = new Uint8Array(this.#length);
     const first = size - this.#start;
     out.set(this.#ring.subarray(this.#start), 0);

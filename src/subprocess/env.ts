@@ -20,14 +20,11 @@ export const SECRET_NAME_PATTERNS: readonly string[] = Object.freeze([
 ]);
 
 /**
- * Names kept although they contain a secret pattern: they point at public CA trust anchors,
- * and dropping them breaks TLS behind corporate proxies. Their values are still checked.
+ * Names of public CA trust anchors (`SSL_CERT_FILE`, `NODE_EXTRA_CA_CERTS`, `PIP_CERT`, …): for
+ * them the `CERT` pattern is waived, because dropping them breaks TLS behind corporate proxies.
+ * Every other name pattern and every value pattern still applies.
  */
-export const SECRET_NAME_EXCEPTIONS: readonly string[] = Object.freeze([
-  'SSL_CERT_FILE',
-  'SSL_CERT_DIR',
-  'NODE_EXTRA_CA_CERTS',
-]);
+export const CA_TRUST_NAME_PATTERN: RegExp = /CA_?CERTS?(?:_|$)|SSL_CERT_(?:FILE|DIR)$|^PIP_CERT$/i;
 
 /** A value shape that is a credential whatever the variable is called. */
 export interface SecretValuePattern {
@@ -113,13 +110,13 @@ export function sanitizeEnv(
  * @example
  * ```ts
  * isSecretName('NPM_TOKEN'); // true
- * isSecretName('SSL_CERT_FILE'); // false: a public trust anchor, see SECRET_NAME_EXCEPTIONS
+ * isSecretName('SSL_CERT_FILE'); // false: a public trust anchor, see CA_TRUST_NAME_PATTERN
  * ```
  */
 export function isSecretName(name: string): boolean {
-  if (SECRET_NAME_EXCEPTIONS.includes(name)) return false;
   const upper = name.toUpperCase();
-  return SECRET_NAME_PATTERNS.some((p) => upper.includes(p));
+  const trustAnchor = CA_TRUST_NAME_PATTERN.test(name);
+  return SECRET_NAME_PATTERNS.some((p) => upper.includes(p) && !(trustAnchor && p === 'CERT'));
 }
 
 /**

@@ -2,9 +2,11 @@ import { hasProcfs, readProcStat } from './proc.js';
 import type { ProcessIdentity } from './types.js';
 
 /**
- * The identity of a live process now: its pid plus its start time from /proc (S4).
- * `null` when the process is gone or a zombie. Without /proc the start time is `null`
- * and liveness comes from `kill(pid, 0)` — the weaker guarantee of the `ps` fallback.
+ * The identity of a process now: its pid plus its start time from /proc (S4). `null` only
+ * when the pid names no process. A zombie still has an identity — its pid cannot be reused
+ * until it is reaped, and a child that exits fast is often one before `spawn()` returns —
+ * so ask `isSameLiveProcess` for liveness. Without /proc the start time is `null` (the
+ * weaker guarantee of the `ps` fallback).
  *
  * @example
  * ```ts
@@ -15,8 +17,7 @@ import type { ProcessIdentity } from './types.js';
 export function readIdentity(pid: number): ProcessIdentity | null {
   if (!hasProcfs()) return probeWithoutProcfs(pid) ? { pid, startTime: null } : null;
   const stat = readProcStat(pid);
-  if (stat === null || isDeadState(stat.state)) return null;
-  return { pid, startTime: stat.startTime };
+  return stat === null ? null : { pid, startTime: stat.startTime };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readSync } from 'node:fs';
 import { TREE_MARKER_ENV } from './marker.js';
 
 /**
@@ -77,13 +77,9 @@ export function parseProcStat(line: string): ProcStat | null {
  * ```
  */
 export function readProcStat(pid: number): ProcStat | null {
-  let line: string;
-  try {
-    line = readFileSync(`/proc/${pid}/stat`, 'latin1');
-  } catch {
-    return null; // ENOENT/ESRCH: the process vanished, which is normal.
-  }
-  return parseProcStat(line);
+  const bytes = readProcFile(`/proc/${pid}/stat`);
+  // null: ENOENT/ESRCH, the process vanished, which is normal.
+  return bytes === null ? null : parseProcStat(bytes.toString('latin1'));
 }
 
 /**
@@ -121,12 +117,8 @@ export function listPids(): number[] {
  * ```
  */
 export function readEnvironValue(pid: number, name: string): string | null {
-  let buf: Buffer;
-  try {
-    buf = readFileSync(`/proc/${pid}/environ`);
-  } catch {
-    return null;
-  }
+  const buf = readProcFile(`/proc/${pid}/environ`);
+  if (buf === null) return null;
   const key = Buffer.from(`${name}=`, 'latin1');
   let at = buf.subarray(0, key.length).equals(key) ? 0 : -1;
   if (at < 0) {
@@ -158,4 +150,34 @@ export function listTaggedProcesses(prefix: string): number[] {
     if (tag?.startsWith(prefix)) found.push(pid);
   }
   return found;
+}
+
+let scratch = Buffer.allocUnsafe(16 * 1024);
+
+// readFileSync costs ~3x more per /proc file (fstat, allocation): scans read hundreds of
+// them, so read into one reused buffer instead. The view is valid until the next call.
+function readProcFile(path: string): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    let length = 0;
+    for (;;) {
+      if (length === scratch.length) {
+        const grown = Buffer.allocUnsafe(scratch.length * 2);
+        scratch.copy(grown, 0, 0, length);
+        scratch = grown;
+      }
+      const n = readSync(fd, scratch, length, scratch.length - length, null);
+      if (n === 0) return scratch.subarray(0, length);
+      length += n;
+    }
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -50,7 +50,7 @@ function membersIn(snap: ProcSnapshot, target: TreeTarget): ProcStat[] {
   // pgid/sid numbers cannot be reused while their group lives; once the root's pid names
   // another process, a group with that number is no longer ours.
   const atRoot = snap.byPid.get(rootPid);
-  const groupIsOurs = atRoot === undefined || atRoot.startTime === rootStart;
+  const groupIsOurs = atRoot === undefined || rootStart === null || atRoot.startTime === rootStart;
   const members = new Set<number>();
   for (const s of candidates) {
     const tag = snap.marker(s.pid);

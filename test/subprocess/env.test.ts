@@ -29,6 +29,10 @@ describe('sanitizeEnv', () => {
     ['EDITOR', 'vim'],
     ['SSL_CERT_FILE', '/etc/ssl/certs/ca-certificates.crt'],
     ['NODE_EXTRA_CA_CERTS', '/etc/corp-ca.pem'],
+    ['NIX_SSL_CERT_FILE', '/etc/ssl/certs/ca-bundle.crt'],
+    ['PIP_CERT', '/etc/corp-ca.pem'],
+    ['HTTPLIB2_CA_CERTS', '/etc/corp-ca.pem'],
+    ['CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE', '/etc/corp-ca.pem'],
     ['DATABASE_URL', 'postgres://db.internal:5432/app'],
     ['TASK_LABEL', 'task-force-alpha-bravo-charlie-delta'],
     ['SHORT', 'sk-1'],
@@ -49,6 +53,9 @@ describe('sanitizeEnv', () => {
     ['GOOGLE_APPLICATION_CREDENTIALS'],
     ['PRIVATE_REPO_URL'],
     ['CLIENT_CERT'],
+    ['TLS_CERT_PATH'],
+    ['SSL_CERT_KEY'],
+    ['CA_CERT_PASSWORD'],
     ['Some_Key_Name'],
   ])('S3: drops %s for its name (case-insensitive)', (name) => {
     expect(sanitizeEnv({ [name]: 'harmless', PATH: '/bin' })).toEqual({ PATH: '/bin' });
@@ -122,7 +129,12 @@ describe('sanitizeEnv', () => {
       {},
       { GITHUB_TOKEN: 'chosen-by-caller', TETHER_TREE: '42.abc', PAGER: undefined, NOT_THERE: undefined },
     );
-    expect(env).toEqual({ PATH: '/bin', EDITOR: 'vim', GITHUB_TOKEN: 'chosen-by-caller', TETHER_TREE: '42.abc' });
+    expect(env).toEqual({
+      PATH: '/bin',
+      EDITOR: 'vim',
+      GITHUB_TOKEN: 'chosen-by-caller',
+      TETHER_TREE: '42.abc',
+    });
   });
 
   it('S3: never mutates its inputs', () => {

@@ -1,0 +1,87 @@
+// P1 and P2 (shell part): rt.shell.run against the raw baseline in the same run, as ratios.
+import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { execa } from 'execa';
+import { createRuntime } from '../dist/src/index.js';
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+// The same shell, no runtime: spawn, wait for exit and stdio close.
+function rawRun(command) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/bin/bash', ['-c', command], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let bytes = 0;
+    child.stdout.on('data', (chunk) => {
+      bytes += chunk.length;
+    });
+    child.stderr.on('data', (chunk) => {
+      bytes += chunk.length;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, bytes }));
+  });
+}
+
+/** P1: median latency of `true`, interleaved so drift hits all three alike. */
+export async function benchLatency(rt, iterations = 200) {
+  const times = { raw: [], tether: [], execa: [] };
+  const runs = {
+    raw: () => rawRun('true'),
+    tether: () => rt.shell.run({ command: 'true' }),
+    execa: () => execa('/bin/bash', ['-c', 'true']),
+  };
+  for (let i = 0; i < 20; i++) for (const run of Object.values(runs)) await run(); // warm-up
+  for (let i = 0; i < iterations; i++) {
+    for (const [name, run] of Object.entries(runs)) {
+      const t0 = performance.now();
+      await run();
+      times[name].push(performance.now() - t0);
+    }
+  }
+  return Object.fromEntries(Object.entries(times).map(([name, xs]) => [name, median(xs)]));
+}
+
+/** P2: MB/s of `bytes` of output, RSS growth and event-loop delay p99 while it floods. */
+export async function benchFlood(rt, bytes) {
+  const command = `head -c ${bytes} /dev/zero`;
+  const measure = async (run) => {
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    const rss0 = process.memoryUsage().rss;
+    let peak = rss0;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss);
+    }, 20);
+    delay.enable();
+    const t0 = performance.now();
+    const result = await run();
+    const seconds = (performance.now() - t0) / 1000;
+    delay.disable();
+    clearInterval(sampler);
+    return {
+      result,
+      mbps: bytes / 1e6 / seconds,
+      rssGrowthMiB: (peak - rss0) / 2 ** 20,
+      p99ms: delay.percentile(99) / 1e6,
+    };
+  };
+  const raw = await measure(() => rawRun(command));
+  const tether = await measure(() => rt.shell.run({ command }));
+  if (tether.result.spillPath) await rm(tether.result.spillPath, { force: true });
+  return { raw, tether };
+}
+
+export async function runShellBenchmarks({ floodBytes = 2 ** 30, iterations = 200 } = {}) {
+  const spillDir = join(tmpdir(), `tether-bench-${process.pid}`);
+  const rt = await createRuntime({ spillDir });
+  try {
+    const latency = await benchLatency(rt, iterations);
+    const flood = await benchFlood(rt, floodBytes);
+    return { latency, flood };
+  } finally {
+    await rt.dispose();
+    await rm(spillDir, { recursive: true, force: true });
+  }
+}
