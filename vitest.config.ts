@@ -10,5 +10,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     setupFiles: ['test/support/setup.ts'],
+    // CI also writes a JSON summary that .ci/run turns into one 'N passed, N failed' line.
+    reporters: process.env.CI ? ['default', 'json'] : ['default'],
+    outputFile: { json: 'test-results.json' },
   },
 });

@@ -55,16 +55,16 @@ export class TailBuffer {
     let offset = bytes.length === this.#total ? 0 : nextBoundary(bytes, 0);
     let text = decoder.decode(bytes.subarray(offset));
     if (text.length > maxChars) {
-      // Smallest character boundary whose suffix fits: decoding is monotone in the offset.
+      // Smallest byte index whose next character boundary fits: both are monotone in the index.
+      const fits = (at: number) => decoder.decode(bytes.subarray(nextBoundary(bytes, at))).length <= maxChars;
       let low = offset;
       let high = bytes.length;
       while (low < high) {
-        const mid = nextBoundary(bytes, (low + high) >>> 1);
-        if (mid >= high) break;
-        if (decoder.decode(bytes.subarray(mid)).length <= maxChars) high = mid;
+        const mid = (low + high) >>> 1;
+        if (fits(mid)) high = mid;
         else low = mid + 1;
       }
-      offset = nextBoundary(bytes, high);
+      offset = nextBoundary(bytes, low);
       text = decoder.decode(bytes.subarray(offset));
     }
     return { text, omittedBytes: this.#total - (bytes.length - offset) };

@@ -30,6 +30,7 @@ describe('TailBuffer', () => {
           expect(tail.totalBytes).toBe(bytes.length);
         },
       ),
+      { numRuns: 500 },
     );
   });
 
@@ -44,11 +45,12 @@ describe('TailBuffer', () => {
           pushAll(tail, new TextEncoder().encode(whole), sizes);
           const { text, omittedBytes } = tail.finish();
           expect(whole.endsWith(text)).toBe(true);
-          expect(text).not.toContain('\uFFFD');
+          if (!whole.includes('\uFFFD')) expect(text).not.toContain('\uFFFD');
           if (omittedBytes === 0) expect(text).toBe(whole);
           else expect(text.length).toBeGreaterThanOrEqual(cap - 1);
         },
       ),
+      { numRuns: 500 },
     );
   });
 
