@@ -4,6 +4,7 @@ import { TetherError } from '../errors.js';
 import { type EnvPolicy, sanitizeEnv } from './env.js';
 import { readIdentity } from './identity.js';
 import { newTreeId, TREE_MARKER_ENV } from './marker.js';
+import { markPids, type PidMark } from './pid-mark.js';
 import { killProcessTree } from './tree-kill.js';
 import type {
   ProcessIdentity,
@@ -47,6 +48,7 @@ async function spawnLocal(
   const treeId = newTreeId();
   const env = { ...sanitizeEnv(process.env, options.env, spec.env), [TREE_MARKER_ENV]: treeId };
   const [file, ...args] = spec.argv;
+  const since = markPids();
   const child = spawnChild(file, args, {
     cwd: spec.cwd,
     env,
@@ -54,7 +56,7 @@ async function spawnLocal(
     stdio: [spec.stdio.stdin, spec.stdio.stdout, spec.stdio.stderr],
   });
   await started(child, file, spec.cwd);
-  return trackChild(child, treeId, spec);
+  return trackChild(child, { treeId, since }, spec);
 }
 
 // Node reports a missing cwd as "spawn <file> ENOENT", which blames the wrong thing: check first.
@@ -91,7 +93,12 @@ function started(child: ChildProcess, file: string, cwd: string): Promise<void> 
   });
 }
 
-function trackChild(child: ChildProcess, treeId: string, spec: SubprocessSpawnSpec): SubprocessHandle {
+function trackChild(
+  child: ChildProcess,
+  tree: { readonly treeId: string; readonly since: PidMark | null },
+  spec: SubprocessSpawnSpec,
+): SubprocessHandle {
+  const { treeId } = tree;
   const pid = child.pid!;
   // The leader cannot have been reaped yet (libuv reaps on the loop), so /proc still has it.
   const identity: ProcessIdentity = readIdentity(pid) ?? { pid, startTime: null };
@@ -103,9 +110,11 @@ function trackChild(child: ChildProcess, treeId: string, spec: SubprocessSpawnSp
 
   let inFlight: Promise<TreeKillVerdict> | null = null;
   const kill = (): Promise<TreeKillVerdict> => {
-    inFlight ??= killProcessTree({ root: identity, treeId }, { graceMs: spec.cleanupGraceMs }).finally(() => {
-      inFlight = null;
-    });
+    inFlight ??= killProcessTree({ root: identity, ...tree }, { graceMs: spec.cleanupGraceMs }).finally(
+      () => {
+        inFlight = null;
+      },
+    );
     return inFlight;
   };
 

@@ -35,10 +35,29 @@ let seqCounter = 0;
  * ```
  */
 export function scanProcSnapshot(): ProcSnapshot {
+  latest = snapshotOf(listPids());
+  return latest;
+}
+
+/**
+ * A private snapshot of just `pids` (not shared with other callers): for a sweep whose
+ * candidates are already bounded (see pid-mark.ts).
+ *
+ * @example
+ * ```ts
+ * const snap = scanPidsSnapshot(pidsSince(mark) ?? listPids());
+ * ```
+ */
+export function scanPidsSnapshot(pids: readonly number[]): ProcSnapshot {
+  return snapshotOf(pids);
+}
+
+// Reads the stat of every pid (vanished ones skipped) and numbers the scan.
+function snapshotOf(pids: readonly number[]): ProcSnapshot {
   const startedAt = performance.now();
   const stats: ProcStat[] = [];
   const byPid = new Map<number, ProcStat>();
-  for (const pid of listPids()) {
+  for (const pid of pids) {
     const stat = readProcStat(pid);
     if (stat === null) continue;
     stats.push(stat);
@@ -58,8 +77,7 @@ export function scanProcSnapshot(): ProcSnapshot {
     }
     return value;
   };
-  latest = { seq: ++seqCounter, startedAt, stats, byPid, self, marker };
-  return latest;
+  return { seq: ++seqCounter, startedAt, stats, byPid, self, marker };
 }
 
 /**

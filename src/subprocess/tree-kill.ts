@@ -1,12 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import treeKill from 'tree-kill';
 import { isDeadState, signalIdentity } from './identity.js';
-import { hasProcfs, type ProcStat } from './proc.js';
+import { type PidMark, pidsSince } from './pid-mark.js';
+import { hasProcfs, listPids, type ProcStat } from './proc.js';
 import {
   currentProcSnapshotSeq,
   type ProcSnapshot,
   procSnapshotAfter,
   recentProcSnapshot,
+  scanPidsSnapshot,
 } from './proc-snapshot.js';
 import type { ProcessIdentity, TreeKillVerdict } from './types.js';
 
@@ -14,6 +16,8 @@ import type { ProcessIdentity, TreeKillVerdict } from './types.js';
 export interface TreeTarget {
   readonly root: ProcessIdentity;
   readonly treeId: string;
+  /** The pid allocator's position just before the root was spawned: bounds a sweep's scan. */
+  readonly since?: PidMark | null;
 }
 
 export interface TreeKillOptions {
@@ -95,7 +99,7 @@ export async function killProcessTree(target: TreeTarget, opts: TreeKillOptions)
   const pollMs = Math.max(1, opts.pollMs ?? 20);
   const sent: Sent = { processes: new Set(), signals: new Set() };
   const ac = new AbortController();
-  let snap = await procSnapshotAfter(currentProcSnapshotSeq());
+  let snap = boundedSweep(target) ?? (await procSnapshotAfter(currentProcSnapshotSeq()));
   let members = membersIn(snap, target);
   let emptyScans = 0;
   // term: TERM + CONT until graceMs; kill: KILL until killDeadlineMs; final: one last scan.
@@ -135,6 +139,17 @@ export async function killProcessTree(target: TreeTarget, opts: TreeKillOptions)
   const stuck = members.filter((s) => s.state === 'D').map((s) => s.pid);
   const escaped = members.filter((s) => s.state !== 'D').map((s) => s.pid);
   return { status: 'escaped', proof: 'proc', killed: sent.processes.size, escaped, stuck };
+}
+
+// The common case after a command exits: nothing is left. Every member of the tree was
+// created after the root's spawn, so only pids allocated since then need a look; the
+// bounded snapshot serves only to prove emptiness (a hit goes on with full scans).
+function boundedSweep(target: TreeTarget): ProcSnapshot | null {
+  const range = pidsSince(target.since ?? null);
+  if (range === null) return null;
+  const listed = new Set(listPids()); // threads have pids too, but are not listed
+  const snap = scanPidsSnapshot(range.filter((pid) => listed.has(pid)));
+  return membersIn(snap, target).length === 0 ? snap : null;
 }
 
 /** What one tree kill delivered: distinct processes (`pid:startTime`), and `phase:pid:startTime`. */
