@@ -1,6 +1,7 @@
 // P1 and P2 (shell part): rt.shell.run against the raw baseline in the same run, as ratios.
 import { spawn } from 'node:child_process';
-import { rm } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -25,6 +26,18 @@ function rawRun(command) {
   });
 }
 
+// The durable work C2 asks for, done by hand: pipe read, every byte to a file, fsync.
+async function rawRunToFile(command, path) {
+  const file = createWriteStream(path);
+  const child = spawn('/bin/bash', ['-c', command], { stdio: ['ignore', 'pipe', 'inherit'] });
+  child.stdout.pipe(file);
+  await new Promise((resolve) => file.on('finish', resolve));
+  const handle = await open(path, 'r+');
+  await handle.sync();
+  await handle.close();
+  await rm(path);
+}
+
 /** P1: median latency of `true`, interleaved so drift hits all three alike. */
 export async function benchLatency(rt, iterations = 200) {
   const times = { raw: [], tether: [], execa: [] };
@@ -45,7 +58,7 @@ export async function benchLatency(rt, iterations = 200) {
 }
 
 /** P2: MB/s of `bytes` of output, RSS growth and event-loop delay p99 while it floods. */
-export async function benchFlood(rt, bytes) {
+export async function benchFlood(rt, rtNoSpill, bytes, scratch) {
   const command = `head -c ${bytes} /dev/zero`;
   const measure = async (run) => {
     const delay = monitorEventLoopDelay({ resolution: 1 });
@@ -68,20 +81,77 @@ export async function benchFlood(rt, bytes) {
     };
   };
   const raw = await measure(() => rawRun(command));
+  const rawToFile = await measure(() => rawRunToFile(command, join(scratch, 'raw.out')));
   const tether = await measure(() => rt.shell.run({ command }));
   if (tether.result.spillPath) await rm(tether.result.spillPath, { force: true });
-  return { raw, tether };
+  const tetherNoSpill = await measure(() => rtNoSpill.shell.run({ command }));
+  return { raw, rawToFile, tether, tetherNoSpill };
 }
 
 export async function runShellBenchmarks({ floodBytes = 2 ** 30, iterations = 200 } = {}) {
   const spillDir = join(tmpdir(), `tether-bench-${process.pid}`);
   const rt = await createRuntime({ spillDir });
+  const rtNoSpill = await createRuntime({ spillDir: false });
   try {
     const latency = await benchLatency(rt, iterations);
-    const flood = await benchFlood(rt, floodBytes);
+    const flood = await benchFlood(rt, rtNoSpill, floodBytes, tmpdir());
     return { latency, flood };
   } finally {
     await rt.dispose();
+    await rtNoSpill.dispose();
     await rm(spillDir, { recursive: true, force: true });
   }
+}
+
+const fmt = (x, digits = 2) => x.toFixed(digits);
+
+/** Table rows for bench/run.js: [benchmark, raw, tether, ratio, goal, note]. */
+export async function rows(quick) {
+  const { latency, flood } = await runShellBenchmarks(
+    quick ? { floodBytes: 64 * 2 ** 20, iterations: 50 } : {},
+  );
+  const size = quick ? '64 MiB' : '1 GiB';
+  const { raw, rawToFile, tether, tetherNoSpill } = flood;
+  return [
+    [
+      'P1 shell.run("true") median ms',
+      fmt(latency.raw),
+      fmt(latency.tether),
+      `${fmt(latency.tether / latency.raw)}× raw`,
+      '≤ 1.15× raw, < execa',
+      `execa ${fmt(latency.execa)} ms`,
+    ],
+    [
+      `P2 shell.run ${size} MB/s, spill on`,
+      fmt(raw.mbps, 0),
+      fmt(tether.mbps, 0),
+      `${fmt(tether.mbps / raw.mbps)}× raw`,
+      '≥ 0.9× raw',
+      `vs raw read + file + fsync (${fmt(rawToFile.mbps, 0)} MB/s): ${fmt(tether.mbps / rawToFile.mbps)}×`,
+    ],
+    [
+      `P2 shell.run ${size} MB/s, spill off`,
+      fmt(raw.mbps, 0),
+      fmt(tetherNoSpill.mbps, 0),
+      `${fmt(tetherNoSpill.mbps / raw.mbps)}× raw`,
+      '≥ 0.9× raw',
+      'tail only: the runtime’s own cost',
+    ],
+    [
+      'P2 RSS growth MiB, spill on / off',
+      fmt(raw.rssGrowthMiB, 1),
+      `${fmt(tether.rssGrowthMiB, 1)} / ${fmt(tetherNoSpill.rssGrowthMiB, 1)}`,
+      '',
+      '≤ 64',
+      '',
+    ],
+    [
+      'P2 event-loop p99 ms, spill on / off',
+      fmt(raw.p99ms),
+      `${fmt(tether.p99ms)} / ${fmt(tetherNoSpill.p99ms)}`,
+      '',
+      '≤ 10',
+      '',
+    ],
+  ];
 }

@@ -10,8 +10,8 @@ import type { SubprocessProvider } from './subprocess/types.js';
 export interface RuntimeOptions {
   /** The execution seam (S2); default: processes on this machine. */
   readonly provider?: SubprocessProvider;
-  /** Where complete outputs are spilled; default `<tmpdir>/tether-spill`. */
-  readonly spillDir?: string;
+  /** Where complete outputs are spilled; default `<tmpdir>/tether-spill`. `false`: never spill (tail only). */
+  readonly spillDir?: string | false;
   /** Default cwd for commands; default `process.cwd()`. */
   readonly cwd?: string;
   /** Default shell for `-c`; default `/bin/bash`. */
@@ -30,7 +30,7 @@ export interface RuntimeOptions {
 
 export interface ResolvedOptions {
   readonly provider: SubprocessProvider | undefined;
-  readonly spillDir: string;
+  readonly spillDir: string | false;
   readonly cwd: string;
   readonly shell: string;
   readonly env: EnvPolicy;
@@ -53,7 +53,11 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     cleanupGraceMs: limits.cleanupGraceMs ?? 2_000,
     drainMs: limits.drainMs ?? 500,
   };
-  for (const key of ['spillDir', 'cwd', 'shell'] as const) {
+  assertArgument(
+    resolved.spillDir === false || (typeof resolved.spillDir === 'string' && resolved.spillDir.length > 0),
+    'spillDir must be a directory path, or false to never spill',
+  );
+  for (const key of ['cwd', 'shell'] as const) {
     assertArgument(
       typeof resolved[key] === 'string' && resolved[key].length > 0,
       `${key} must be a non-empty string`,

@@ -31,7 +31,7 @@ export interface Runtime {
 export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> {
   const opts = resolveOptions(options);
   const provider = opts.provider ?? createLocalProvider({ env: opts.env });
-  const spillPool = createSpillPool({ dir: opts.spillDir });
+  const spillPool = opts.spillDir === false ? null : createSpillPool({ dir: opts.spillDir });
   const inFlight = new Set<Promise<unknown>>();
   const lifetime = new AbortController();
   let disposing: Promise<void> | null = null;
@@ -70,7 +70,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       disposing ??= (async () => {
         lifetime.abort();
         await Promise.allSettled([...inFlight]);
-        await spillPool.destroy();
+        await spillPool?.destroy();
       })();
       return disposing;
     },

@@ -64,7 +64,11 @@ export class OutputCapture {
     const spilled = spill ? await spill.finish() : null;
     const marker = (omitted: number) =>
       `[tether: ${omitted} earlier bytes of output omitted; ${
-        spilled && 'path' in spilled ? `full output: ${spilled.path}` : 'the full output could not be saved'
+        spilled && 'path' in spilled
+          ? `full output: ${spilled.path}`
+          : this.#spillPool
+            ? 'the full output could not be saved'
+            : 'spilling is off'
       }]\n`;
     let { text, omittedBytes } = this.#tail.finish();
     if (omittedBytes > 0) {
