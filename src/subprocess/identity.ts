@@ -65,6 +65,28 @@ export function signalIdentity(identity: ProcessIdentity, signal: NodeJS.Signals
   }
 }
 
+/**
+ * Sends `signal` to the process group that `leader` leads (its pid is the pgid), only while
+ * the leader itself is the same live process: a group number is never signalled on a
+ * stale identity (S4, T8). Returns whether the signal was sent.
+ *
+ * @example
+ * ```ts
+ * signalProcessGroup(handle.identity, 'SIGINT'); // J7: interrupt the job's foreground group
+ * ```
+ */
+export function signalProcessGroup(leader: ProcessIdentity, signal: NodeJS.Signals): boolean {
+  if (leader.pid <= 1 || leader.pid === process.pid || !isSameLiveProcess(leader)) return false;
+  try {
+    process.kill(-leader.pid, signal);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ESRCH' || code === 'EPERM') return false;
+    throw err;
+  }
+}
+
 /** True for states in which a process has already exited (zombie, dead). */
 export function isDeadState(state: string): boolean {
   return state === 'Z' || state === 'X' || state === 'x';
