@@ -1,5 +1,19 @@
 export { TetherError, type TetherErrorCode } from './errors.js';
-export { createRuntime, type Runtime, type ShellService } from './runtime.js';
+export type {
+  JobExit,
+  JobHooks,
+  JobInfo,
+  JobPage,
+  JobRunContext,
+  JobService,
+  JobSpec,
+  JobState,
+  JobSubscription,
+  KillResult,
+} from './jobs/job-types.js';
+export type { OwnerLease } from './owners/owner-registry.js';
+export type { AgentOwnerToken } from './owners/owner-token.js';
+export { createRuntime, type OwnerService, type Runtime, type ShellService } from './runtime.js';
 export type { RuntimeOptions } from './runtime-options.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
 export type { EnvPolicy } from './subprocess/env.js';

@@ -25,6 +25,10 @@ export interface RuntimeOptions {
     readonly cleanupGraceMs?: number;
     /** ms to wait for stdio to close after a command's shell exited; default 500. */
     readonly drainMs?: number;
+    /** J4: running background jobs per owner; default 8. */
+    readonly maxJobsPerOwner?: number;
+    /** J5: characters of output a job retains for its reader; default 1,048,576. */
+    readonly jobRetentionChars?: number;
   };
 }
 
@@ -37,6 +41,8 @@ export interface ResolvedOptions {
   readonly outputCapChars: number;
   readonly cleanupGraceMs: number;
   readonly drainMs: number;
+  readonly maxJobsPerOwner: number;
+  readonly jobRetentionChars: number;
 }
 
 /** Fills defaults and rejects nonsense with INVALID_ARGUMENT naming the option (R). */
@@ -52,6 +58,8 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     outputCapChars: limits.outputCapChars ?? 30_000,
     cleanupGraceMs: limits.cleanupGraceMs ?? 2_000,
     drainMs: limits.drainMs ?? 500,
+    maxJobsPerOwner: limits.maxJobsPerOwner ?? 8,
+    jobRetentionChars: limits.jobRetentionChars ?? 1_048_576,
   };
   assertArgument(
     resolved.spillDir === false || (typeof resolved.spillDir === 'string' && resolved.spillDir.length > 0),
@@ -66,6 +74,8 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   assertPositiveInteger('limits.outputCapChars', resolved.outputCapChars, 200);
   assertPositiveInteger('limits.cleanupGraceMs', resolved.cleanupGraceMs, 0);
   assertPositiveInteger('limits.drainMs', resolved.drainMs, 0);
+  assertPositiveInteger('limits.maxJobsPerOwner', resolved.maxJobsPerOwner, 1);
+  assertPositiveInteger('limits.jobRetentionChars', resolved.jobRetentionChars, 1);
   return resolved;
 }
 

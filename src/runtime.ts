@@ -1,18 +1,37 @@
 import { TetherError } from './errors.js';
+import { createJobService } from './jobs/job-service.js';
+import type { JobInfo, JobService } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
+import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
+import type { AgentOwnerToken } from './owners/owner-token.js';
 import { type RuntimeOptions, resolveOptions } from './runtime-options.js';
-import { runShell } from './shell/shell-service.js';
+import { shellJobSpec } from './shell/shell-job.js';
+import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellRequest, ShellResult } from './shell/shell-types.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
 
 /** `rt.shell`: one-shot commands (SPEC section 2). */
 export interface ShellService {
+  /** Runs a command to its end; exit, timeout and cancellation are result fields (C1). */
   run(req: ShellRequest): Promise<ShellResult>;
+  /**
+   * Starts the command as a background job of `owner` (C3) and returns its info once the
+   * registry owns it. `req.signal` is checked before anything starts; `req.timeoutMs` kills
+   * the job's tree when it passes.
+   */
+  background(owner: AgentOwnerToken, req: ShellRequest): Promise<JobInfo>;
+}
+
+/** `rt.owners`: explicit owners for non-agent callers (O2). */
+export interface OwnerService {
+  host(): OwnerLease;
 }
 
 /** The composition root's product (SPEC section 9). */
 export interface Runtime {
   readonly shell: ShellService;
+  readonly jobs: JobService;
+  readonly owners: OwnerService;
   /** D2: ends every process, timer and worker the runtime started. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -25,6 +44,9 @@ export interface Runtime {
  * import { createRuntime } from 'tether';
  * const rt = await createRuntime();
  * const { exitCode, output } = await rt.shell.run({ command: 'echo hello' });
+ * const lease = rt.owners.host();
+ * const job = await rt.shell.background(lease.token, { command: 'sleep 5; echo done' });
+ * await rt.jobs.wait(lease.token, job.id, 10_000);
  * await rt.dispose();
  * ```
  */
@@ -32,6 +54,12 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   const opts = resolveOptions(options);
   const provider = opts.provider ?? createLocalProvider({ env: opts.env });
   const spillPool = opts.spillDir === false ? null : createSpillPool({ dir: opts.spillDir });
+  const owners = createOwnerRegistry();
+  const jobs = createJobService({
+    owners,
+    maxRunningPerOwner: opts.maxJobsPerOwner,
+    retentionChars: opts.jobRetentionChars,
+  });
   const inFlight = new Set<Promise<unknown>>();
   const lifetime = new AbortController();
   let disposing: Promise<void> | null = null;
@@ -49,7 +77,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     return promise;
   };
 
-  const shellDeps = {
+  const shellDeps: ShellDeps = {
     provider,
     lifetime: lifetime.signal,
     spillPool,
@@ -65,11 +93,22 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   return {
     shell: {
       run: (req) => track(() => runShell(shellDeps, req)),
+      background: (owner, req) =>
+        track(() =>
+          jobs.start(
+            owner,
+            shellJobSpec(shellDeps, req),
+            req?.signal !== undefined ? { signal: req.signal } : {},
+          ),
+        ),
     },
+    jobs,
+    owners: { host: () => owners.host() },
     dispose() {
       disposing ??= (async () => {
-        lifetime.abort();
+        lifetime.abort(); // running one-shot commands are cancelled (D2)
         await Promise.allSettled([...inFlight]);
+        await jobs.dispose(); // drains every owner's jobs to verified-dead trees
         await spillPool?.destroy();
       })();
       return disposing;

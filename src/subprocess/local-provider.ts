@@ -107,6 +107,8 @@ function trackChild(
   });
   // Errors after spawn (e.g. EPIPE on stdin) are not the tree's fate; the exit event is.
   child.on('error', () => {});
+  // A write to a child that already exited raises EPIPE on stdin: the exit is the fact, not that.
+  child.stdin?.on('error', () => {});
 
   let inFlight: Promise<TreeKillVerdict> | null = null;
   const kill = (): Promise<TreeKillVerdict> => {

@@ -1,0 +1,146 @@
+import { TetherError } from '../errors.js';
+
+/** What one read of a {@link JobOutput} returns (the registry passes it on as a `JobPage`). */
+export interface OutputPage {
+  readonly text: string;
+  readonly cursor: number;
+  readonly dropped: number;
+  readonly lossy: boolean;
+  /** The producer is finished (`close()`d) and everything retained was read. */
+  readonly done: boolean;
+}
+
+const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff;
+const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff;
+
+/**
+ * One job's output: a bounded retention buffer read by a single consumer with a
+ * forward-only cursor (SPEC J5). Positions are absolute character offsets since the job
+ * started: `end` counts every character ever appended; the buffer retains at most `cap`
+ * characters ending at `end` and never what was already read.
+ *
+ * The cursor rule, so nothing is ever duplicated or silently skipped:
+ * - `cursor` inside the retained window: text from `cursor` on, `dropped: 0`.
+ * - `cursor` behind the window (overflowed, or already read): text from the oldest retained
+ *   character; `dropped` is the gap, `lossy: true`.
+ * - `cursor` beyond `end`: `INVALID_ARGUMENT` ("cursor N is beyond the end M").
+ * Reading consumes: everything before the returned cursor is released.
+ *
+ * @example
+ * ```ts
+ * const out = new JobOutput(4);
+ * out.append('abcdef');
+ * out.read(0, 10); // { text: 'cdef', cursor: 6, dropped: 2, lossy: true, done: false }
+ * ```
+ */
+export class JobOutput {
+  readonly cap: number;
+  #chunks: string[] = [];
+  /** Index of the first live chunk in `#chunks`, and the offset of `start` inside it. */
+  #first = 0;
+  #head = 0;
+  #start = 0;
+  #end = 0;
+  #closed = false;
+
+  constructor(cap: number) {
+    this.cap = cap;
+  }
+
+  /** Absolute offset one past the last character ever appended. */
+  get end(): number {
+    return this.#end;
+  }
+
+  /** Characters currently held in memory (at most `cap`). */
+  get retained(): number {
+    return this.#end - this.#start;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Adds text at the end, dropping the oldest prefix beyond `cap`. Ignored once closed. */
+  append(text: string): void {
+    if (this.#closed || text.length === 0) return;
+    this.#chunks.push(text);
+    this.#end += text.length;
+    if (this.#end - this.#start > this.cap) this.#release(this.#end - this.cap, true);
+  }
+
+  /** No more output will come: later appends are ignored and `done` can become true. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  /** Reads up to `maxChars` from `cursor` under the cursor rule above; consumes what it returns. */
+  read(cursor: number, maxChars: number): OutputPage {
+    if (cursor > this.#end) {
+      throw new TetherError(
+        'INVALID_ARGUMENT',
+        `cursor ${cursor} is beyond the end ${this.#end} of this job's output; ` +
+          'pass the cursor returned by the previous read (or 0)',
+      );
+    }
+    const from = Math.max(cursor, this.#start);
+    this.#release(from, false);
+    const text = this.#take(maxChars);
+    this.#release(from + text.length, false);
+    const next = from + text.length;
+    const dropped = from - cursor;
+    return { text, cursor: next, dropped, lossy: dropped > 0, done: this.#closed && next === this.#end };
+  }
+
+  // Up to `max` characters from the window start, never ending between the halves of a
+  // retained surrogate pair unless the page can hold only one character.
+  #take(max: number): string {
+    const parts: string[] = [];
+    let need = Math.min(max, this.#end - this.#start);
+    let offset = this.#head;
+    for (let i = this.#first; need > 0 && i < this.#chunks.length; i++) {
+      const chunk = this.#chunks[i]!;
+      const part = chunk.slice(offset, offset + need);
+      parts.push(part);
+      need -= part.length;
+      offset = 0;
+    }
+    const text = parts.length === 1 ? parts[0]! : parts.join('');
+    const more = this.#start + text.length < this.#end;
+    if (more && text.length > 1 && isHighSurrogate(text.charCodeAt(text.length - 1)))
+      return text.slice(0, -1);
+    return text;
+  }
+
+  // Forgets everything before absolute offset `to`; an overflow also drops half a pair.
+  #release(to: number, overflow: boolean): void {
+    while (this.#start < to && this.#first < this.#chunks.length) {
+      const chunk = this.#chunks[this.#first]!;
+      const step = Math.min(chunk.length - this.#head, to - this.#start);
+      this.#head += step;
+      this.#start += step;
+      if (this.#head === chunk.length) {
+        this.#first++;
+        this.#head = 0;
+      }
+    }
+    if (overflow && this.#start < this.#end && isLowSurrogate(this.#charAtStart()))
+      this.#release(this.#start + 1, false);
+    this.#compact();
+  }
+
+  #charAtStart(): number {
+    return this.#chunks[this.#first]?.charCodeAt(this.#head) ?? 0;
+  }
+
+  // Drops consumed chunk slots so the array does not grow with the job's lifetime.
+  #compact(): void {
+    if (this.#first === this.#chunks.length) {
+      this.#chunks = [];
+      this.#first = 0;
+    } else if (this.#first > 1024 && this.#first * 2 > this.#chunks.length) {
+      this.#chunks = this.#chunks.slice(this.#first);
+      this.#first = 0;
+    }
+  }
+}

@@ -1,0 +1,107 @@
+import { randomBytes } from 'node:crypto';
+import type { ActorRefFrom } from 'xstate';
+import type { jobMachine } from '../../machines/job.js';
+import type { JobOutput } from './job-output.js';
+import type { JobHooks } from './job-types.js';
+
+/** Where a producer hook or listener failure is reported (never thrown into the runtime). */
+export type JobErrorReporter = (
+  error: unknown,
+  where: { readonly jobId: string; readonly hook: string },
+) => void;
+
+/**
+ * What the registry holds for one job: the producer's hooks, the output buffer, and the job
+ * actor whose snapshot is the job's lifecycle. `settled` resolves when the actor ended.
+ */
+export interface JobRecord {
+  readonly id: string;
+  readonly ownerKey: string;
+  readonly hooks: JobHooks;
+  readonly output: JobOutput;
+  readonly settled: Promise<void>;
+  readonly markSettled: () => void;
+  /** Set in the same step that spawns the actor; records without one are not visible yet. */
+  actor?: ActorRefFrom<typeof jobMachine>;
+}
+
+/**
+ * A record for a job whose `run()` returned `hooks`, not yet registered with the system.
+ *
+ * @example
+ * ```ts
+ * const record = createJobRecord(id, 'o1', hooks, new JobOutput(1024));
+ * record.markSettled(); // resolves record.settled
+ * ```
+ */
+export function createJobRecord(id: string, ownerKey: string, hooks: JobHooks, output: JobOutput): JobRecord {
+  let markSettled = (): void => {};
+  const settled = new Promise<void>((resolve) => {
+    markSettled = resolve;
+  });
+  return { id, ownerKey, hooks, output, settled, markSettled };
+}
+
+/**
+ * Calls a producer hook; a throw is reported and becomes `undefined`.
+ *
+ * @example
+ * ```ts
+ * const text = callHook(report, record.id, 'readOutput', () => hooks.readOutput?.());
+ * ```
+ */
+export function callHook<T>(
+  report: JobErrorReporter,
+  jobId: string,
+  hook: string,
+  fn: () => T,
+): T | undefined {
+  try {
+    const result = fn();
+    if (result instanceof Promise) result.catch((error: unknown) => report(error, { jobId, hook }));
+    return result;
+  } catch (error) {
+    report(error, { jobId, hook });
+    return undefined;
+  }
+}
+
+/**
+ * Moves what a pull-style producer (`readOutput`) has into the job's buffer (J1, J5).
+ *
+ * @example
+ * ```ts
+ * pullOutput(record, report); // before every read and once when the job ends
+ * ```
+ */
+export function pullOutput(record: JobRecord, report: JobErrorReporter): void {
+  const { hooks, output } = record;
+  if (hooks.readOutput === undefined || output.closed) return;
+  const text = callHook(report, record.id, 'readOutput', () => hooks.readOutput?.());
+  if (typeof text === 'string') output.append(text);
+}
+
+/**
+ * The default error path: a process warning, visible and never thrown.
+ *
+ * @example
+ * ```ts
+ * createJobService({ owners, onError: warnJobError });
+ * ```
+ */
+export function warnJobError(error: unknown, where: { readonly jobId: string; readonly hook: string }): void {
+  const text = error instanceof Error ? error.message : String(error);
+  process.emitWarning(`job ${where.jobId}: ${where.hook} failed: ${text}`, { code: 'TETHER_JOB_HOOK' });
+}
+
+/**
+ * A short unguessable job id: jobs are capabilities of their owner, not global handles.
+ *
+ * @example
+ * ```ts
+ * newJobId(); // 'job_Xb3k9QpL2vTz'
+ * ```
+ */
+export function newJobId(): string {
+  return `job_${randomBytes(9).toString('base64url')}`;
+}

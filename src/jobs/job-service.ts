@@ -1,0 +1,238 @@
+import type { ActorRefFrom } from 'xstate';
+import type { jobMachine } from '../../machines/job.js';
+import { TetherError } from '../errors.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import {
+  assertJobHooks,
+  assertJobId,
+  assertJobSpec,
+  assertReadRange,
+  assertTimeout,
+  normalizeExit,
+  positiveInteger,
+} from './job-args.js';
+import { CompletionHub } from './job-completions.js';
+import { isTerminalSnapshot, jobInfoOf } from './job-info.js';
+import { JobOutput } from './job-output.js';
+import {
+  callHook,
+  createJobRecord,
+  type JobRecord,
+  newJobId,
+  pullOutput,
+  warnJobError,
+} from './job-record.js';
+import { StartsInFlight } from './job-starts.js';
+import { startJobSystem } from './job-system.js';
+import type { JobHooks, JobInfo, JobService, JobServiceOptions, JobSpec } from './job-types.js';
+import { JobWaiters } from './job-waiters.js';
+
+export type { JobErrorReporter } from './job-record.js';
+export type { JobServiceOptions } from './job-types.js';
+
+const DEFAULT_READ_CHARS = 32_000;
+
+/**
+ * Creates the job registry (SPEC section 3): every job an actor of one XState system, the
+ * per-owner cap a guard of the registry machine, output retained per job with a
+ * single-consumer cursor. See {@link JobService} for the operations.
+ *
+ * @example
+ * ```ts
+ * const owners = createOwnerRegistry();
+ * const jobs = createJobService({ owners });
+ * const host = owners.host();
+ * const info = await jobs.start(host.token, spec);
+ * await jobs.wait(host.token, info.id, 10_000);
+ * await jobs.dispose();
+ * ```
+ */
+export function createJobService(options: JobServiceOptions): JobService {
+  const { owners } = options;
+  const limit = positiveInteger('maxRunningPerOwner', options.maxRunningPerOwner ?? 8);
+  const retention = positiveInteger('retentionChars', options.retentionChars ?? 1_048_576);
+  const now = options.now ?? Date.now;
+  const onError = options.onError ?? warnJobError;
+
+  const records = new Map<string, JobRecord>();
+  const starts = new StartsInFlight();
+  const waiters = new JobWaiters();
+  const hub = new CompletionHub((error, info) => onError(error, { jobId: info.id, hook: 'onCompletion' }));
+  let disposing: Promise<void> | undefined;
+
+  const pull = (record: JobRecord): void => pullOutput(record, onError);
+  const infoOf = (record: JobRecord): JobInfo => jobInfoOf(record.actor!.getSnapshot());
+  const isTerminal = (record: JobRecord): boolean => isTerminalSnapshot(record.actor!.getSnapshot());
+  const ownRecords = (ownerKey: string): JobRecord[] =>
+    [...records.values()].filter((r) => r.ownerKey === ownerKey && r.actor !== undefined);
+
+  const system = startJobSystem(
+    limit,
+    {
+      done: async (jobId) => normalizeExit(await records.get(jobId)!.hooks.done),
+      cancel: (jobId) => {
+        const { hooks } = records.get(jobId)!;
+        callHook(onError, jobId, 'cancel', () => hooks.cancel());
+      },
+      ended: (jobId) => {
+        const record = records.get(jobId)!;
+        pull(record);
+        record.output.close();
+        record.markSettled();
+        hub.publish(record.ownerKey, infoOf(record));
+      },
+      now,
+    },
+    options.inspect,
+  );
+
+  const assertOpen = (): void => {
+    if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the job service was disposed');
+  };
+  // J3: a job is visible only to its owner; another owner's job reads as not found.
+  const own = (owner: AgentOwnerToken, jobId: unknown): JobRecord => {
+    assertOpen();
+    const ownerKey = owners.keyOf(owners.assertLive(owner));
+    assertJobId(jobId);
+    const record = records.get(jobId);
+    if (record?.actor === undefined || record.ownerKey !== ownerKey) {
+      throw new TetherError(
+        'JOB_NOT_FOUND',
+        `no job '${jobId}' belongs to this owner; list() shows its jobs`,
+      );
+    }
+    return record;
+  };
+
+  // C3/J1: preflight, then run(), then register; a failed run() leaves nothing behind.
+  const register = async (ownerKey: string, spec: JobSpec): Promise<JobRecord> => {
+    let id = newJobId();
+    while (records.has(id)) id = newJobId();
+    const output = new JobOutput(spec.outputCap ?? retention);
+    let hooks: JobHooks | undefined;
+    try {
+      hooks = await spec.run({ jobId: id, append: (text) => output.append(String(text)) });
+      assertJobHooks(hooks);
+    } catch (error) {
+      // Malformed hooks may still carry a working cancel: stop what was started, if we can.
+      const cancel = (hooks as Partial<JobHooks> | undefined)?.cancel;
+      if (typeof cancel === 'function') callHook(onError, id, 'cancel', () => cancel.call(hooks));
+      system.send({ type: 'RELEASE', ownerKey });
+      throw error;
+    }
+    const record = createJobRecord(id, ownerKey, hooks, output);
+    records.set(id, record);
+    system.send({
+      type: 'REGISTER',
+      job: { jobId: id, ownerKey, kind: spec.kind, label: spec.label, startedAt: now() },
+    });
+    record.actor = system.getSnapshot().children[id] as ActorRefFrom<typeof jobMachine>;
+    return record;
+  };
+
+  // J8: cancel every job of the owner (including starts in flight) until all have settled.
+  const drainKey = async (ownerKey: string): Promise<void> => {
+    for (;;) {
+      if (await starts.settle(ownerKey)) continue;
+      const live = ownRecords(ownerKey).filter((r) => !isTerminal(r));
+      if (live.length === 0) return;
+      for (const record of live) record.actor!.send({ type: 'CANCEL' });
+      await Promise.all(live.map((r) => r.settled));
+    }
+  };
+  const forget = (ownerKey: string): void => {
+    for (const record of ownRecords(ownerKey)) {
+      records.delete(record.id);
+      hub.forget(record.id);
+    }
+  };
+
+  return {
+    async start(owner, spec, opts = {}) {
+      if (opts.signal?.aborted) {
+        throw new TetherError('ABORTED', 'the start was aborted before the job was created', {
+          cause: opts.signal.reason,
+        });
+      }
+      const ownerKey = owners.keyOf(owners.assertLive(owner));
+      assertJobSpec(spec);
+      assertOpen();
+      if (!system.getSnapshot().can({ type: 'RESERVE', ownerKey })) {
+        throw new TetherError(
+          'JOB_LIMIT',
+          `this owner already runs ${limit} jobs (the per-owner limit); wait for one to finish or kill one`,
+        );
+      }
+      system.send({ type: 'RESERVE', ownerKey });
+      return infoOf(await starts.track(ownerKey, register(ownerKey, spec)));
+    },
+
+    async read(owner, jobId, cursor, maxChars = DEFAULT_READ_CHARS) {
+      const record = own(owner, jobId);
+      assertReadRange(cursor, maxChars);
+      pull(record);
+      return record.output.read(cursor, maxChars);
+    },
+
+    async list(owner) {
+      assertOpen();
+      return ownRecords(owners.keyOf(owners.assertLive(owner))).map(infoOf);
+    },
+
+    async wait(owner, jobId, timeoutMs) {
+      const record = own(owner, jobId);
+      assertTimeout(timeoutMs);
+      return waiters.wait(record.settled, () => isTerminal(record), timeoutMs);
+    },
+
+    async kill(owner, jobId) {
+      const record = own(owner, jobId);
+      if (isTerminal(record)) return 'already_stopped';
+      record.actor!.send({ type: 'CANCEL' });
+      return 'requested';
+    },
+
+    onCompletion(owner, listener) {
+      assertOpen();
+      const ownerKey = owners.keyOf(owners.assertLive(owner));
+      if (typeof listener !== 'function')
+        throw new TetherError('INVALID_ARGUMENT', 'listener must be a function');
+      return hub.subscribe(ownerKey, listener, () => ownRecords(ownerKey).filter(isTerminal).map(infoOf));
+    },
+
+    async drainOwner(owner) {
+      const token = owners.assertKnown(owner);
+      const ownerKey = owners.keyOf(token);
+      await drainKey(ownerKey);
+      // A retired owner can never query again: its facts are released with its jobs.
+      if (owners.isRetired(token)) forget(ownerKey);
+    },
+
+    stats() {
+      const all = [...records.values()].filter((r) => r.actor !== undefined);
+      return {
+        jobs: all.length,
+        running: all.filter((r) => !isTerminal(r)).length,
+        starting: starts.count,
+        waiters: waiters.waiters,
+        timers: waiters.timers,
+        listeners: hub.listeners,
+        deliveries: hub.deliveries,
+      };
+    },
+
+    dispose() {
+      disposing ??= (async () => {
+        system.send({ type: 'CLOSE' });
+        const keys = (): Set<string> =>
+          new Set([...starts.owners(), ...[...records.values()].map((r) => r.ownerKey)]);
+        await Promise.all([...keys()].map(drainKey));
+        await hub.settle();
+        hub.clear();
+        for (const key of keys()) forget(key);
+        system.stop();
+      })();
+      return disposing;
+    },
+  };
+}

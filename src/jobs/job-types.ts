@@ -1,0 +1,168 @@
+import type { InspectionEvent } from 'xstate';
+import type { JobExit } from '../../machines/job.js';
+import type { OwnerRegistry } from '../owners/owner-registry.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { JobErrorReporter } from './job-record.js';
+
+export type { JobExit } from '../../machines/job.js';
+
+/** A job's lifecycle state (SPEC J2). `running` covers both "active" and "cancel requested". */
+export type JobState = 'running' | 'succeeded' | 'failed' | 'killed';
+
+/**
+ * A job's facts as its owner sees them (SPEC R). `isTerminal` separates live from final;
+ * `cancelRequested` says a kill was asked for, which is visible before the job is `killed`.
+ * `error` is the producer's own failure text (not a non-zero exit), or `null`.
+ */
+export interface JobInfo {
+  readonly id: string;
+  readonly kind: string;
+  readonly label: string;
+  readonly state: JobState;
+  readonly isTerminal: boolean;
+  readonly cancelRequested: boolean;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly error: string | null;
+  readonly startedAt: number;
+  readonly endedAt: number | null;
+}
+
+/**
+ * One page of a job's output (SPEC J5). `cursor` is where the next read continues;
+ * `dropped` counts characters between the cursor you passed and the first character of
+ * `text` that are gone (retention overflow), and `lossy` is `dropped > 0`. `done` means no
+ * more output will ever come (the job is terminal and everything retained was read).
+ */
+export interface JobPage {
+  readonly text: string;
+  readonly cursor: number;
+  readonly lossy: boolean;
+  readonly dropped: number;
+  readonly done: boolean;
+}
+
+/** `requested`: the job was running and was asked to stop. `already_stopped`: it was terminal. */
+export type KillResult = 'requested' | 'already_stopped';
+
+/**
+ * What a producer's `run()` returns (SPEC J1): the hooks the registry owns from then on.
+ *
+ * - `cancel` asks the work to stop (J7: for a process, interrupt then tree-kill). It may be
+ *   called more than once and must not throw; the job stays `running.cancelRequested` until
+ *   `done` settles.
+ * - `done` resolves exactly when the work is over and its resources are gone (for a process:
+ *   the tree was verified gone), after the last `append`. It must never reject; if it does,
+ *   the job becomes `failed` with the rejection's text.
+ * - `readOutput` (optional, pull-style): returns and forgets the text produced since its last
+ *   call. The registry calls it before every read and once when the job settles. Producers
+ *   that stream should prefer {@link JobRunContext.append}.
+ */
+export interface JobHooks {
+  cancel(): void | Promise<void>;
+  readonly done: Promise<JobExit>;
+  readOutput?(): string;
+}
+
+/**
+ * What the registry gives a producer. `append` is the push-style output sink (preferred):
+ * decoded text goes straight into the job's bounded retention buffer (J5), so the producer
+ * keeps no buffer of its own. Text appended after `done` resolved is counted as dropped.
+ */
+export interface JobRunContext {
+  readonly jobId: string;
+  append(text: string): void;
+}
+
+/**
+ * A producer-neutral job description (SPEC J1). The registry knows nothing of commands,
+ * PTYs or sub-agents: only `kind`, `label`, an optional retention cap and `run`.
+ *
+ * @example
+ * ```ts
+ * const spec: JobSpec = {
+ *   kind: 'shell', label: 'npm test',
+ *   run: async (ctx) => {
+ *     const child = await provider.spawn(spawnSpec);
+ *     child.stdout?.setEncoding('utf8').on('data', ctx.append);
+ *     return { cancel: () => void child.kill(), done: child.exited.then(async (exit) => {
+ *       await child.kill(); return exit; }) };
+ *   },
+ * };
+ * ```
+ */
+export interface JobSpec {
+  readonly kind: string;
+  readonly label: string;
+  /** Retention cap in characters for this job (default: the service's `retentionChars`). */
+  readonly outputCap?: number;
+  /**
+   * Starts the work. Throwing or rejecting means nothing started: nothing is registered and
+   * the capacity slot is released; the error propagates to the `start` caller.
+   */
+  run(ctx: JobRunContext): JobHooks | Promise<JobHooks>;
+}
+
+/** A completion subscription: dispose it to stop deliveries (also `using sub = …`). */
+export interface JobSubscription extends Disposable {
+  dispose(): void;
+}
+
+/** Counts of the service's live resources; all zero (but `jobs`) when it is quiescent (D3). */
+export interface JobServiceStats {
+  /** Job records held (live and terminal, until drained). */
+  readonly jobs: number;
+  /** Jobs not yet terminal. */
+  readonly running: number;
+  /** `start` calls between the capacity reservation and registration. */
+  readonly starting: number;
+  /** Pending `wait` calls. */
+  readonly waiters: number;
+  /** Timers armed by `wait`. */
+  readonly timers: number;
+  /** Subscribed completion listeners. */
+  readonly listeners: number;
+  /** Completion deliveries in flight (a listener's promise not yet settled). */
+  readonly deliveries: number;
+}
+
+/**
+ * The background job registry (SPEC section 3). Every method takes the caller's owner
+ * token; a job is never visible to another owner (J3).
+ *
+ * @example
+ * ```ts
+ * const info = await jobs.start(owner, spec);
+ * while (!(await jobs.wait(owner, info.id, 1000))) {}
+ * const page = await jobs.read(owner, info.id, 0);
+ * ```
+ */
+export interface JobService {
+  start(owner: AgentOwnerToken, spec: JobSpec, opts?: { signal?: AbortSignal }): Promise<JobInfo>;
+  read(owner: AgentOwnerToken, jobId: string, cursor: number, maxChars?: number): Promise<JobPage>;
+  list(owner: AgentOwnerToken): Promise<JobInfo[]>;
+  wait(owner: AgentOwnerToken, jobId: string, timeoutMs: number): Promise<boolean>;
+  kill(owner: AgentOwnerToken, jobId: string): Promise<KillResult>;
+  onCompletion(owner: AgentOwnerToken, listener: (info: JobInfo) => void | Promise<void>): JobSubscription;
+  drainOwner(owner: AgentOwnerToken): Promise<void>;
+  /** Live resource counts, for tests and operators (D3). */
+  stats(): JobServiceStats;
+  /** Drains every owner, settles deliveries and stops the actor system (D2). Idempotent. */
+  dispose(): Promise<void>;
+}
+
+/** Options of `createJobService`. */
+export interface JobServiceOptions {
+  /** The composition root's owner registry; only its tokens are accepted (O1–O3). */
+  readonly owners: OwnerRegistry;
+  /** J4: running jobs per owner (default 8). */
+  readonly maxRunningPerOwner?: number;
+  /** J5: default retention per job in characters (default 1 MiB = 1_048_576). */
+  readonly retentionChars?: number;
+  /** XState inspector for the job actor system. */
+  readonly inspect?: (event: InspectionEvent) => void;
+  /** Listener and producer hook failures (default: a process warning). */
+  readonly onError?: JobErrorReporter;
+  /** Wall clock for `startedAt`/`endedAt` (default `Date.now`). */
+  readonly now?: () => number;
+}

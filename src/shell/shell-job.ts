@@ -1,0 +1,114 @@
+import type { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { JobExit, JobHooks, JobRunContext, JobSpec } from '../jobs/job-types.js';
+import { signalProcessGroup } from '../subprocess/identity.js';
+import type { SubprocessHandle } from '../subprocess/types.js';
+import { NON_INTERACTIVE_ENV, type ShellDeps, validateShellRequest } from './shell-service.js';
+import type { ShellRequest } from './shell-types.js';
+
+/** How long an interrupted job may take to exit on its own before the tree kill (J7). */
+const INTERRUPT_GRACE_MS = 200;
+const LABEL_CHARS = 120;
+
+/**
+ * The shell producer for the job registry (C3): everything is resolved here, before
+ * `jobs.start` reserves capacity and calls `run`, so the transfer of ownership is atomic.
+ *
+ * @example
+ * ```ts
+ * const info = await jobs.start(owner, shellJobSpec(deps, { command: 'npm test' }), { signal });
+ * ```
+ */
+export function shellJobSpec(deps: ShellDeps, req: ShellRequest): JobSpec {
+  validateShellRequest(req);
+  const { defaults } = deps;
+  const spawnSpec = {
+    argv: [req.shell ?? defaults.shell, '-c', req.command] as const,
+    cwd: req.cwd ?? defaults.cwd,
+    stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' } as const,
+    cleanupGraceMs: defaults.cleanupGraceMs,
+    env: { ...NON_INTERACTIVE_ENV, ...req.env },
+  };
+  return {
+    kind: 'shell',
+    label: req.command.length > LABEL_CHARS ? `${req.command.slice(0, LABEL_CHARS - 1)}…` : req.command,
+    run: async (ctx) => track(await deps.provider.spawn(spawnSpec), ctx, deps, req.timeoutMs),
+  };
+}
+
+// From here on the registry owns the process through these hooks.
+function track(child: SubprocessHandle, ctx: JobRunContext, deps: ShellDeps, timeoutMs?: number): JobHooks {
+  const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null);
+  const closed = Promise.all(streams.map((s) => decodeInto(s, ctx)));
+  // `deadline` owns the timeout timer (ends at exit); `stop` owns the other waits (end at done).
+  const deadline = new AbortController();
+  const stop = new AbortController();
+  let timedOut = false;
+
+  let cancelling: Promise<void> | null = null;
+  const cancel = (): Promise<void> => {
+    cancelling ??= (async () => {
+      // J7: a real interrupt to the foreground group first, then the whole tree.
+      if (signalProcessGroup(child.identity, 'SIGINT')) {
+        await Promise.race([
+          child.exited,
+          sleep(INTERRUPT_GRACE_MS, undefined, { signal: stop.signal }).catch(() => {}),
+        ]);
+      }
+      await child.kill();
+    })();
+    return cancelling;
+  };
+  if (timeoutMs !== undefined) {
+    sleep(timeoutMs, undefined, { signal: deadline.signal }).then(
+      () => {
+        timedOut = true;
+        void cancel();
+      },
+      () => {},
+    );
+  }
+
+  const done = (async (): Promise<JobExit> => {
+    const exit = await child.exited;
+    deadline.abort();
+    const drained = await Promise.race([
+      closed.then(() => true),
+      sleep(deps.defaults.drainMs, false, { signal: stop.signal }).catch(() => false),
+    ]);
+    stop.abort();
+    const verdict = await child.kill(); // orphans of a finished job are swept too
+    if (!drained) for (const s of streams) s.destroy();
+    await cancelling;
+    const notes = [
+      timedOut ? `timed out after ${timeoutMs} ms` : null,
+      verdict.status === 'escaped'
+        ? `could not kill: ${[...verdict.escaped, ...verdict.stuck].join(', ')}`
+        : null,
+    ].filter((n) => n !== null);
+    return {
+      exitCode: exit.exitCode,
+      signal: exit.signal,
+      error: notes.length > 0 ? notes.join('; ') : null,
+    };
+  })();
+
+  return { cancel, done };
+}
+
+// Streams decoded text into the job (each stream keeps its own split characters); resolves on close.
+function decodeInto(stream: Readable, ctx: JobRunContext): Promise<void> {
+  const decoder = new TextDecoder('utf-8');
+  return new Promise((resolve) => {
+    stream.on('data', (chunk: Buffer) => {
+      const text = decoder.decode(chunk, { stream: true });
+      if (text.length > 0) ctx.append(text);
+    });
+    stream.on('error', () => {});
+    stream.once('close', () => {
+      const rest = decoder.decode();
+      if (rest.length > 0) ctx.append(rest);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,119 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { JobSpec } from '../../src/jobs/job-types.js';
+import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { failsWith, type JobHarness, jobHarness, settle } from '../support/job-harness.js';
+import { processJob } from '../support/process-job.js';
+
+let h: JobHarness;
+afterEach(async () => {
+  await h?.close();
+});
+
+describe('jobs.drainOwner, jobs.wait and dispose', () => {
+  it('J8: drainOwner cancels every job of the owner and resolves only when each settled and its tree is gone', async () => {
+    h = jobHarness();
+    const owner = h.owners.agent().token;
+    const other = h.owners.agent().token;
+    const jobs = [
+      processJob('sleep 300 & setsid sleep 300 & wait'),
+      processJob(`trap '' TERM INT; sleep 300 & wait`),
+    ];
+    const infos = [];
+    for (const job of jobs) infos.push(await h.jobs.start(owner, job.spec));
+    const finished = await h.jobs.start(owner, processJob('exit 4').spec);
+    await settle(h.jobs, owner, finished.id);
+    const theirs = await h.jobs.start(other, processJob('exec sleep 300').spec);
+    const trees = await Promise.all(jobs.map(async (j) => (await j.handle).treeId));
+
+    await h.jobs.drainOwner(owner);
+
+    // No polling: when drainOwner resolves, the trees are already gone.
+    for (const tree of trees) expect(listTaggedProcesses(tree)).toEqual([]);
+    const states = Object.fromEntries((await h.jobs.list(owner)).map((j) => [j.id, j.state]));
+    expect(states).toEqual({ [infos[0]!.id]: 'killed', [infos[1]!.id]: 'killed', [finished.id]: 'failed' });
+    // J8 retires nothing: the owner keeps working, and the other owner was not touched.
+    expect((await h.jobs.list(other))[0]).toMatchObject({ id: theirs.id, state: 'running' });
+    const again = await h.jobs.start(owner, processJob('exit 0').spec);
+    await settle(h.jobs, owner, again.id);
+  });
+
+  it('J8: drainOwner also waits for a start in flight and stops the job it registers', async () => {
+    h = jobHarness();
+    const owner = h.owners.agent().token;
+    const job = processJob('exec sleep 300');
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow: JobSpec = {
+      ...job.spec,
+      run: async (ctx) => {
+        const hooks = await job.spec.run(ctx);
+        await gate;
+        return hooks;
+      },
+    };
+    const starting = h.jobs.start(owner, slow);
+    await job.handle;
+    expect(h.jobs.stats().starting).toBe(1);
+    const drained = h.jobs.drainOwner(owner);
+    release();
+    const info = await starting;
+    await drained;
+    expect((await h.jobs.list(owner)).find((j) => j.id === info.id)).toMatchObject({ state: 'killed' });
+    expect(listTaggedProcesses((await job.handle).treeId)).toEqual([]);
+  });
+
+  it('wait resolves true at a terminal state and false at the timeout, leaving no timer or waiter behind', async () => {
+    h = jobHarness();
+    const owner = h.owners.host().token;
+    const job = processJob('read line; exit 0', { stdin: true });
+    const info = await h.jobs.start(owner, job.spec);
+    expect(await h.jobs.wait(owner, info.id, 0)).toBe(false);
+    expect(await h.jobs.wait(owner, info.id, 30)).toBe(false);
+    expect(h.jobs.stats()).toMatchObject({ waiters: 0, timers: 0 });
+    const long = h.jobs.wait(owner, info.id, 600_000);
+    expect(h.jobs.stats()).toMatchObject({ waiters: 1, timers: 1 });
+    await job.write('go');
+    expect(await long).toBe(true);
+    expect(h.jobs.stats()).toMatchObject({ waiters: 0, timers: 0 });
+    expect(await h.jobs.wait(owner, info.id, 0)).toBe(true);
+  });
+
+  it('wait rejects a non-finite, negative or too large timeout with INVALID_ARGUMENT', async () => {
+    h = jobHarness();
+    const owner = h.owners.host().token;
+    const info = await h.jobs.start(owner, processJob('exit 0').spec);
+    for (const timeout of [Number.NaN, Number.POSITIVE_INFINITY, -1, 2 ** 31, '5' as unknown as number]) {
+      expect(await failsWith(h.jobs.wait(owner, info.id, timeout), 'INVALID_ARGUMENT')).toContain(
+        'timeoutMs',
+      );
+    }
+    await settle(h.jobs, owner, info.id);
+  });
+
+  it('D2: dispose drains every owner, releases pending waiters and leaves the service quiescent', async () => {
+    h = jobHarness();
+    const a = h.owners.agent().token;
+    const b = h.owners.host().token;
+    const ja = await h.jobs.start(a, processJob('sleep 300 & wait').spec);
+    await h.jobs.start(b, processJob(`trap '' TERM; exec sleep 300`).spec);
+    const waiting = h.jobs.wait(a, ja.id, 600_000);
+    const sub = h.jobs.onCompletion(a, () => {});
+    await Promise.all([h.jobs.dispose(), h.jobs.dispose()]);
+    expect(await waiting).toBe(true);
+    expect(h.jobs.stats()).toMatchObject({
+      jobs: 0,
+      running: 0,
+      starting: 0,
+      waiters: 0,
+      timers: 0,
+      deliveries: 0,
+    });
+    await failsWith(h.jobs.start(a, processJob('exit 0').spec), 'RUNTIME_DISPOSED');
+    await failsWith(h.jobs.list(a), 'RUNTIME_DISPOSED');
+    // Subscriptions were detached by dispose; disposing one later is harmless.
+    expect(h.jobs.stats().listeners).toBe(0);
+    sub.dispose();
+  });
+});

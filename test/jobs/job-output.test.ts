@@ -1,0 +1,91 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { TetherError } from '../../src/errors.js';
+import { JobOutput } from '../../src/jobs/job-output.js';
+
+describe('JobOutput', () => {
+  it('J5: reading consumes, forward-only, without duplicates', () => {
+    const out = new JobOutput(100);
+    out.append('hello ');
+    expect(out.read(0, 3)).toEqual({ text: 'hel', cursor: 3, dropped: 0, lossy: false, done: false });
+    out.append('world');
+    expect(out.read(3, 100)).toEqual({ text: 'lo world', cursor: 11, dropped: 0, lossy: false, done: false });
+    expect(out.read(11, 100)).toMatchObject({ text: '', cursor: 11, done: false });
+    out.close();
+    expect(out.read(11, 100)).toMatchObject({ text: '', cursor: 11, done: true });
+    expect(out.retained).toBe(0);
+  });
+
+  it('J5: beyond the retention cap the oldest prefix is dropped and the page is lossy', () => {
+    const out = new JobOutput(4);
+    out.append('abc');
+    out.append('def');
+    expect(out.retained).toBe(4);
+    expect(out.read(0, 10)).toEqual({ text: 'cdef', cursor: 6, dropped: 2, lossy: true, done: false });
+  });
+
+  it('J5: a cursor behind the retained window (already read) reads on from the window with the gap as dropped', () => {
+    const out = new JobOutput(100);
+    out.append('0123456789');
+    out.read(0, 6);
+    out.append('ab');
+    expect(out.read(2, 100)).toEqual({ text: '6789ab', cursor: 12, dropped: 4, lossy: true, done: false });
+  });
+
+  it('J5: a cursor beyond the end is INVALID_ARGUMENT and names both numbers', () => {
+    const out = new JobOutput(100);
+    out.append('abc');
+    try {
+      out.read(7, 10);
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(TetherError);
+      expect((err as TetherError).code).toBe('INVALID_ARGUMENT');
+      expect((err as Error).message).toContain('cursor 7 is beyond the end 3');
+    }
+  });
+
+  it('J5: a page never ends between the halves of a surrogate pair, and overflow drops whole pairs', () => {
+    const out = new JobOutput(100);
+    out.append('a😀b');
+    expect(out.read(0, 2)).toMatchObject({ text: 'a', cursor: 1 });
+    expect(out.read(1, 2)).toMatchObject({ text: '😀', cursor: 3 });
+    const small = new JobOutput(2);
+    small.append('x😀');
+    small.append('y');
+    expect(small.read(0, 10)).toMatchObject({ text: 'y', dropped: 3 });
+  });
+
+  it('J5: text + dropped always adds up to everything appended (any appends, caps and page sizes)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.string({ maxLength: 40 }), { maxLength: 30 }),
+        fc.integer({ min: 1, max: 50 }),
+        fc.integer({ min: 1, max: 20 }),
+        fc.array(fc.boolean(), { maxLength: 60 }),
+        (chunks, cap, pageSize, readSchedule) => {
+          const out = new JobOutput(cap);
+          let cursor = 0;
+          let seen = 0;
+          let schedule = 0;
+          const readOnce = () => {
+            const page = out.read(cursor, pageSize);
+            expect(page.cursor).toBe(cursor + page.dropped + page.text.length);
+            seen += page.text.length + page.dropped;
+            cursor = page.cursor;
+            return page;
+          };
+          for (const chunk of chunks) {
+            out.append(chunk);
+            if (readSchedule[schedule++ % Math.max(1, readSchedule.length)]) readOnce();
+            expect(out.retained).toBeLessThanOrEqual(cap);
+          }
+          out.close();
+          while (!readOnce().done) {}
+          expect(seen).toBe(chunks.join('').length);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});

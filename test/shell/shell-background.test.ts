@@ -1,0 +1,120 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createRuntime, type OwnerLease, type Runtime, TetherError } from '../../src/index.js';
+import { treeIdPrefix } from '../../src/subprocess/marker.js';
+import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+
+let rt: Runtime;
+let lease: OwnerLease;
+
+beforeEach(async () => {
+  rt = await createRuntime({ spillDir: false, limits: { cleanupGraceMs: 300, drainMs: 200 } });
+  lease = rt.owners.host();
+});
+
+afterEach(async () => {
+  await rt.dispose();
+});
+
+// Reads a job's output to its end (J5: the cursor moves forward, nothing twice).
+async function readAll(jobId: string): Promise<string> {
+  let text = '';
+  let cursor = 0;
+  for (;;) {
+    const page = await rt.jobs.read(lease.token, jobId, cursor);
+    text += page.text;
+    cursor = page.cursor;
+    if (page.done) return text;
+    await rt.jobs.wait(lease.token, jobId, 1_000);
+  }
+}
+
+describe('rt.shell.background', () => {
+  it('C3: returns the job id once the registry owns it; output and exit are the job’s facts', async () => {
+    const info = await rt.shell.background(lease.token, {
+      command: 'echo one; sleep 0.2; echo two >&2; exit 4',
+    });
+    expect(info).toMatchObject({
+      kind: 'shell',
+      label: 'echo one; sleep 0.2; echo two >&2; exit 4',
+      state: 'running',
+    });
+    expect(await rt.jobs.wait(lease.token, info.id, 30_000)).toBe(true);
+    const [done] = await rt.jobs.list(lease.token);
+    expect(done).toMatchObject({ id: info.id, state: 'failed', exitCode: 4, isTerminal: true });
+    expect(await readAll(info.id)).toBe('one\ntwo\n');
+  });
+
+  it('C3: an aborted signal starts nothing', async () => {
+    const err = await rt.shell
+      .background(lease.token, { command: 'touch /tmp/tether-c3-never', signal: AbortSignal.abort() })
+      .catch((e: unknown) => e);
+    expect((err as TetherError).code).toBe('ABORTED');
+    expect(await rt.jobs.list(lease.token)).toEqual([]);
+  });
+
+  it('C3: a spawn failure registers nothing and keeps the capacity', async () => {
+    const err = await rt.shell
+      .background(lease.token, { command: 'true', cwd: '/no/such' })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TetherError);
+    expect((err as TetherError).code).toBe('CWD_NOT_FOUND');
+    expect(await rt.jobs.list(lease.token)).toEqual([]);
+  });
+
+  it('J4: the 9th running background command fails with JOB_LIMIT and spawns nothing', async () => {
+    for (let i = 0; i < 8; i++) await rt.shell.background(lease.token, { command: 'sleep 1000' });
+    const before = listTaggedProcesses(treeIdPrefix()).length;
+    const err = await rt.shell.background(lease.token, { command: 'sleep 1000' }).catch((e: unknown) => e);
+    expect((err as TetherError).code).toBe('JOB_LIMIT');
+    expect(listTaggedProcesses(treeIdPrefix()).length).toBe(before);
+  });
+
+  it('J7: kill interrupts the foreground group first, then ends the tree', async () => {
+    const info = await rt.shell.background(lease.token, {
+      command: 'trap "echo interrupted; exit 130" INT; echo ready; while :; do sleep 0.05; done',
+    });
+    while (!(await rt.jobs.read(lease.token, info.id, 0, 100)).text.includes('ready')) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(await rt.jobs.kill(lease.token, info.id)).toBe('requested');
+    expect(await rt.jobs.wait(lease.token, info.id, 30_000)).toBe(true);
+    const [killed] = await rt.jobs.list(lease.token);
+    expect(killed).toMatchObject({ state: 'killed', cancelRequested: true });
+    expect((await rt.jobs.read(lease.token, info.id, 6)).text).toContain('interrupted');
+    expect(await rt.jobs.kill(lease.token, info.id)).toBe('already_stopped');
+  });
+
+  it('C3: a background timeout kills the tree and says so', async () => {
+    const info = await rt.shell.background(lease.token, {
+      command: 'sleep 1000 & sleep 1000',
+      timeoutMs: 200,
+    });
+    expect(await rt.jobs.wait(lease.token, info.id, 30_000)).toBe(true);
+    const [ended] = await rt.jobs.list(lease.token);
+    expect(ended?.state).toBe('failed');
+    expect(ended?.error).toContain('timed out after 200 ms');
+  });
+
+  it('S4: what a finished background command leaves behind is swept', async () => {
+    const info = await rt.shell.background(lease.token, {
+      command: 'setsid sleep 1000 >/dev/null 2>&1 & echo bye',
+    });
+    expect(await rt.jobs.wait(lease.token, info.id, 30_000)).toBe(true);
+    expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
+  });
+
+  it('D2: rt.dispose ends running background jobs and later calls fail with RUNTIME_DISPOSED', async () => {
+    await rt.shell.background(lease.token, { command: 'sleep 1000' });
+    await rt.shell.background(lease.token, { command: 'trap "" TERM INT; sleep 1000' });
+    await rt.dispose();
+    expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
+    const err = await rt.shell.run({ command: 'true' }).catch((e: unknown) => e);
+    expect((err as TetherError).code).toBe('RUNTIME_DISPOSED');
+  });
+
+  it('O2: a retired host lease fails closed', async () => {
+    lease.retire();
+    const err = await rt.shell.background(lease.token, { command: 'true' }).catch((e: unknown) => e);
+    expect((err as TetherError).code).toBe('OWNER_RETIRED');
+  });
+});
