@@ -1,9 +1,10 @@
 // `npm run bench`: every benchmark side by side with its raw baseline, printed as ratios.
 // Set TETHER_BENCH_QUICK=1 for a short smoke run. Each section module exports `rows(quick)`.
+import { rows as jobRows } from './jobs.js';
 import { rows as shellRows } from './shell.js';
 
 const quick = process.env.TETHER_BENCH_QUICK === '1';
-const sections = [shellRows];
+const sections = [shellRows, jobRows];
 
 console.log('| benchmark | raw | tether | ratio | goal | note |');
 console.log('| --- | --- | --- | --- | --- | --- |');
