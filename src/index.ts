@@ -28,3 +28,13 @@ export type {
   TreeKillVerdict,
   TreeProof,
 } from './subprocess/types.js';
+export type {
+  TerminalChunk,
+  TerminalCommandResult,
+  TerminalInfo,
+  TerminalOpenOptions,
+  TerminalSendResult,
+  TerminalService,
+  TerminalSignal,
+  WaitReason,
+} from './terminals/terminal-types.js';

@@ -29,6 +29,10 @@ export interface RuntimeOptions {
     readonly maxJobsPerOwner?: number;
     /** J5: characters of output a job retains for its reader; default 1,048,576. */
     readonly jobRetentionChars?: number;
+    /** Open terminals per owner; default 8. */
+    readonly maxTerminalsPerOwner?: number;
+    /** T3: characters of output a terminal retains for `read`; default 1,048,576. */
+    readonly terminalRetentionChars?: number;
   };
 }
 
@@ -43,6 +47,8 @@ export interface ResolvedOptions {
   readonly drainMs: number;
   readonly maxJobsPerOwner: number;
   readonly jobRetentionChars: number;
+  readonly maxTerminalsPerOwner: number;
+  readonly terminalRetentionChars: number;
 }
 
 /** Fills defaults and rejects nonsense with INVALID_ARGUMENT naming the option (R). */
@@ -60,6 +66,8 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     drainMs: limits.drainMs ?? 500,
     maxJobsPerOwner: limits.maxJobsPerOwner ?? 8,
     jobRetentionChars: limits.jobRetentionChars ?? 1_048_576,
+    maxTerminalsPerOwner: limits.maxTerminalsPerOwner ?? 8,
+    terminalRetentionChars: limits.terminalRetentionChars ?? 1_048_576,
   };
   assertArgument(
     resolved.spillDir === false || (typeof resolved.spillDir === 'string' && resolved.spillDir.length > 0),
@@ -76,6 +84,8 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   assertPositiveInteger('limits.drainMs', resolved.drainMs, 0);
   assertPositiveInteger('limits.maxJobsPerOwner', resolved.maxJobsPerOwner, 1);
   assertPositiveInteger('limits.jobRetentionChars', resolved.jobRetentionChars, 1);
+  assertPositiveInteger('limits.maxTerminalsPerOwner', resolved.maxTerminalsPerOwner, 1);
+  assertPositiveInteger('limits.terminalRetentionChars', resolved.terminalRetentionChars, 1);
   return resolved;
 }
 

@@ -9,6 +9,8 @@ import { shellJobSpec } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellRequest, ShellResult } from './shell/shell-types.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
+import { createTerminalService } from './terminals/terminal-service.js';
+import type { TerminalService } from './terminals/terminal-types.js';
 
 /** `rt.shell`: one-shot commands (SPEC section 2). */
 export interface ShellService {
@@ -31,6 +33,7 @@ export interface OwnerService {
 export interface Runtime {
   readonly shell: ShellService;
   readonly jobs: JobService;
+  readonly terminals: TerminalService;
   readonly owners: OwnerService;
   /** D2: ends every process, timer and worker the runtime started. Idempotent. */
   dispose(): Promise<void>;
@@ -59,6 +62,13 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     owners,
     maxRunningPerOwner: opts.maxJobsPerOwner,
     retentionChars: opts.jobRetentionChars,
+  });
+  const terminals = createTerminalService({
+    owners,
+    defaults: { shell: opts.shell, cwd: opts.cwd, cleanupGraceMs: opts.cleanupGraceMs },
+    env: opts.env,
+    retentionChars: opts.terminalRetentionChars,
+    maxPerOwner: opts.maxTerminalsPerOwner,
   });
   const inFlight = new Set<Promise<unknown>>();
   const lifetime = new AbortController();
@@ -103,12 +113,15 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         ),
     },
     jobs,
+    terminals,
     owners: { host: () => owners.host() },
     dispose() {
       disposing ??= (async () => {
         lifetime.abort(); // running one-shot commands are cancelled (D2)
         await Promise.allSettled([...inFlight]);
-        await jobs.dispose(); // drains every owner's jobs to verified-dead trees
+        // Reverse start order: terminals, then jobs, each to verified-dead trees (D2).
+        await terminals.dispose();
+        await jobs.dispose();
         await spillPool?.destroy();
       })();
       return disposing;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ActorRefFrom } from 'xstate';
 import type { jobMachine } from '../../machines/job.js';
-import type { JobOutput } from './job-output.js';
+import type { RetainedOutput } from '../output/retained-output.js';
 import type { JobHooks } from './job-types.js';
 
 /** Where a producer hook or listener failure is reported (never thrown into the runtime). */
@@ -18,7 +18,7 @@ export interface JobRecord {
   readonly id: string;
   readonly ownerKey: string;
   readonly hooks: JobHooks;
-  readonly output: JobOutput;
+  readonly output: RetainedOutput;
   readonly settled: Promise<void>;
   readonly markSettled: () => void;
   /** Set in the same step that spawns the actor; records without one are not visible yet. */
@@ -30,11 +30,16 @@ export interface JobRecord {
  *
  * @example
  * ```ts
- * const record = createJobRecord(id, 'o1', hooks, new JobOutput(1024));
+ * const record = createJobRecord(id, 'o1', hooks, new RetainedOutput(1024));
  * record.markSettled(); // resolves record.settled
  * ```
  */
-export function createJobRecord(id: string, ownerKey: string, hooks: JobHooks, output: JobOutput): JobRecord {
+export function createJobRecord(
+  id: string,
+  ownerKey: string,
+  hooks: JobHooks,
+  output: RetainedOutput,
+): JobRecord {
   let markSettled = (): void => {};
   const settled = new Promise<void>((resolve) => {
     markSettled = resolve;

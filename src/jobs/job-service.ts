@@ -1,6 +1,7 @@
 import type { ActorRefFrom } from 'xstate';
 import type { jobMachine } from '../../machines/job.js';
 import { TetherError } from '../errors.js';
+import { RetainedOutput } from '../output/retained-output.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import {
   assertJobHooks,
@@ -13,7 +14,6 @@ import {
 } from './job-args.js';
 import { CompletionHub } from './job-completions.js';
 import { isTerminalSnapshot, jobInfoOf } from './job-info.js';
-import { JobOutput } from './job-output.js';
 import {
   callHook,
   createJobRecord,
@@ -108,7 +108,7 @@ export function createJobService(options: JobServiceOptions): JobService {
   const register = async (ownerKey: string, spec: JobSpec): Promise<JobRecord> => {
     let id = newJobId();
     while (records.has(id)) id = newJobId();
-    const output = new JobOutput(spec.outputCap ?? retention);
+    const output = new RetainedOutput(spec.outputCap ?? retention);
     let hooks: JobHooks | undefined;
     try {
       hooks = await spec.run({ jobId: id, append: (text) => output.append(String(text)) });

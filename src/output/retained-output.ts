@@ -1,6 +1,6 @@
 import { TetherError } from '../errors.js';
 
-/** What one read of a {@link JobOutput} returns (the registry passes it on as a `JobPage`). */
+/** What one read of a {@link RetainedOutput} returns (the registry passes it on as a `JobPage`). */
 export interface OutputPage {
   readonly text: string;
   readonly cursor: number;
@@ -14,7 +14,7 @@ const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xd
 const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff;
 
 /**
- * One job's output: a bounded retention buffer read by a single consumer with a
+ * A producer's output (a job's, a terminal's): a bounded retention buffer read by a single consumer with a
  * forward-only cursor (SPEC J5). Positions are absolute character offsets since the job
  * started: `end` counts every character ever appended; the buffer retains at most `cap`
  * characters ending at `end` and never what was already read.
@@ -28,12 +28,12 @@ const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdf
  *
  * @example
  * ```ts
- * const out = new JobOutput(4);
+ * const out = new RetainedOutput(4);
  * out.append('abcdef');
  * out.read(0, 10); // { text: 'cdef', cursor: 6, dropped: 2, lossy: true, done: false }
  * ```
  */
-export class JobOutput {
+export class RetainedOutput {
   readonly cap: number;
   #chunks: string[] = [];
   /** Index of the first live chunk in `#chunks`, and the offset of `start` inside it. */
@@ -79,7 +79,7 @@ export class JobOutput {
     if (cursor > this.#end) {
       throw new TetherError(
         'INVALID_ARGUMENT',
-        `cursor ${cursor} is beyond the end ${this.#end} of this job's output; ` +
+        `cursor ${cursor} is beyond the end ${this.#end} of this output; ` +
           'pass the cursor returned by the previous read (or 0)',
       );
     }

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TetherError } from '../../src/errors.js';
-import { JobOutput } from '../../src/jobs/job-output.js';
+import { RetainedOutput } from '../../src/output/retained-output.js';
 
-describe('JobOutput', () => {
+describe('RetainedOutput', () => {
   it('J5: reading consumes, forward-only, without duplicates', () => {
-    const out = new JobOutput(100);
+    const out = new RetainedOutput(100);
     out.append('hello ');
     expect(out.read(0, 3)).toEqual({ text: 'hel', cursor: 3, dropped: 0, lossy: false, done: false });
     out.append('world');
@@ -17,7 +17,7 @@ describe('JobOutput', () => {
   });
 
   it('J5: beyond the retention cap the oldest prefix is dropped and the page is lossy', () => {
-    const out = new JobOutput(4);
+    const out = new RetainedOutput(4);
     out.append('abc');
     out.append('def');
     expect(out.retained).toBe(4);
@@ -25,7 +25,7 @@ describe('JobOutput', () => {
   });
 
   it('J5: a cursor behind the retained window (already read) reads on from the window with the gap as dropped', () => {
-    const out = new JobOutput(100);
+    const out = new RetainedOutput(100);
     out.append('0123456789');
     out.read(0, 6);
     out.append('ab');
@@ -33,7 +33,7 @@ describe('JobOutput', () => {
   });
 
   it('J5: a cursor beyond the end is INVALID_ARGUMENT and names both numbers', () => {
-    const out = new JobOutput(100);
+    const out = new RetainedOutput(100);
     out.append('abc');
     try {
       out.read(7, 10);
@@ -46,11 +46,11 @@ describe('JobOutput', () => {
   });
 
   it('J5: a page never ends between the halves of a surrogate pair, and overflow drops whole pairs', () => {
-    const out = new JobOutput(100);
+    const out = new RetainedOutput(100);
     out.append('a😀b');
     expect(out.read(0, 2)).toMatchObject({ text: 'a', cursor: 1 });
     expect(out.read(1, 2)).toMatchObject({ text: '😀', cursor: 3 });
-    const small = new JobOutput(2);
+    const small = new RetainedOutput(2);
     small.append('x😀');
     small.append('y');
     expect(small.read(0, 10)).toMatchObject({ text: 'y', dropped: 3 });
@@ -64,7 +64,7 @@ describe('JobOutput', () => {
         fc.integer({ min: 1, max: 20 }),
         fc.array(fc.boolean(), { maxLength: 60 }),
         (chunks, cap, pageSize, readSchedule) => {
-          const out = new JobOutput(cap);
+          const out = new RetainedOutput(cap);
           let cursor = 0;
           let seen = 0;
           let schedule = 0;

@@ -1,0 +1,90 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ExecutionCapture } from './execution-capture.js';
+import type { PtySession } from './pty-host.js';
+import { executeLine } from './shell-protocol.js';
+import type { TerminalCommandResult } from './terminal-types.js';
+
+/** After Ctrl-C on timeout, how long the shell has to print its prompt again before it is replaced. */
+const INTERRUPT_GRACE_MS = 2_000;
+/** Characters of one command's output kept (its tail). */
+const OUTPUT_CAP_CHARS = 1_048_576;
+
+/** What `execute` needs from the terminal it runs on. */
+export interface ExecuteTarget {
+  readonly pty: PtySession;
+  /** Kills the current shell's tree and starts a fresh one behind the same terminal id. */
+  resetShell(): Promise<void>;
+}
+
+/**
+ * Runs one command in the terminal's shell and waits for its nonce-marked end (T7). On timeout
+ * the foreground group gets SIGINT; a shell that does not come back within a grace period, or
+ * that exited (e.g. `exit`, or `set -e` and a failure), is replaced: `shellReset` says so.
+ *
+ * @example
+ * ```ts
+ * const r = await executeInTerminal(target, 'make test', 120_000);
+ * if (r.shellReset) console.log('the shell was restarted; its state is gone');
+ * ```
+ */
+export async function executeInTerminal(
+  target: ExecuteTarget,
+  command: string,
+  timeoutMs: number,
+): Promise<TerminalCommandResult> {
+  const pty = target.pty;
+  const capture = new ExecutionCapture(randomBytes(8).toString('hex'), OUTPUT_CAP_CHARS);
+  const unsubscribe = pty.onData((text) => capture.push(text));
+  const timers = new AbortController();
+  try {
+    await pty.write(executeLine(capture.nonce, command));
+    const ended = await race(capture, pty, timeoutMs, timers.signal);
+    if (ended === 'finished') return finished(capture, false);
+    if (ended === 'timeout') {
+      pty.signal('SIGINT', 'foreground');
+      if ((await race(capture, pty, INTERRUPT_GRACE_MS, timers.signal)) === 'finished') {
+        return finished(capture, true);
+      }
+    }
+    const exit = ended === 'exited' ? await pty.exited : null;
+    await target.resetShell();
+    return {
+      output: capture.partial(),
+      exitCode: exit?.exitCode ?? null,
+      timedOut: ended === 'timeout',
+      shellReset: true,
+    };
+  } finally {
+    timers.abort();
+    capture.abandon();
+    unsubscribe();
+  }
+}
+
+function finished(capture: ExecutionCapture, timedOut: boolean): TerminalCommandResult {
+  const { output, exitCode } = capture.result!;
+  return { output, exitCode, timedOut, shellReset: false };
+}
+
+// Which comes first: the end marker, the shell's exit, or the deadline.
+async function race(
+  capture: ExecutionCapture,
+  pty: PtySession,
+  ms: number,
+  signal: AbortSignal,
+): Promise<'finished' | 'exited' | 'timeout'> {
+  const deadline = new AbortController();
+  const onAbort = () => deadline.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await Promise.race([
+      capture.finished().then(() => (capture.result ? ('finished' as const) : ('exited' as const))),
+      pty.exited.then(() => (capture.result ? ('finished' as const) : ('exited' as const))),
+      sleep(ms, 'timeout' as const, { signal: deadline.signal }).catch(() => 'timeout' as const),
+    ]);
+  } finally {
+    deadline.abort();
+    signal.removeEventListener('abort', onAbort);
+  }
+}

@@ -1,0 +1,93 @@
+import type { Actor } from 'xstate';
+import type { terminalMachine } from '../../machines/terminal.js';
+import { RetainedOutput } from '../output/retained-output.js';
+import { MarkerFilter } from './marker-filter.js';
+import type { PtyOpenSpec, PtySession } from './pty-host.js';
+import type { TerminalInfo } from './terminal-types.js';
+
+/**
+ * One open terminal as the service holds it: its actor (the lifecycle's only truth), the PTY
+ * session currently behind it (replaced when `execute` resets the shell), and its retained
+ * output. The raw stream goes through the marker filter into the retention buffer.
+ */
+export class TerminalRecord {
+  readonly id: string;
+  readonly ownerKey: string;
+  readonly actor: Actor<typeof terminalMachine>;
+  readonly spec: PtyOpenSpec;
+  readonly output: RetainedOutput;
+  readonly openedAt: number;
+  #pty: PtySession;
+  #unsubscribe: () => void;
+  readonly #filter = new MarkerFilter();
+  /** Set while `execute` owns the shell's fate (an exit then means "restart", not "closed"). */
+  executing = false;
+  /** Resolves when the terminal's actor reached `closed` (its tree was swept). */
+  readonly closed: Promise<void>;
+
+  constructor(init: {
+    id: string;
+    ownerKey: string;
+    actor: Actor<typeof terminalMachine>;
+    spec: PtyOpenSpec;
+    pty: PtySession;
+    retentionChars: number;
+    openedAt: number;
+  }) {
+    this.id = init.id;
+    this.ownerKey = init.ownerKey;
+    this.actor = init.actor;
+    this.spec = init.spec;
+    this.output = new RetainedOutput(init.retentionChars);
+    this.openedAt = init.openedAt;
+    this.#pty = init.pty;
+    this.#unsubscribe = this.#attach(init.pty);
+    this.closed = new Promise((resolve) => {
+      const subscription = this.actor.subscribe({
+        complete: () => {
+          subscription.unsubscribe();
+          resolve();
+        },
+      });
+    });
+  }
+
+  /** Why the terminal ended, once it did. */
+  get endReason(): string | null {
+    return this.actor.getSnapshot().context.endReason;
+  }
+
+  get pty(): PtySession {
+    return this.#pty;
+  }
+
+  /** Puts a fresh shell behind this terminal (T7 shell reset); output keeps flowing into one buffer. */
+  replacePty(pty: PtySession): void {
+    this.#unsubscribe();
+    this.#pty = pty;
+    this.#unsubscribe = this.#attach(pty);
+  }
+
+  get state(): TerminalInfo['state'] {
+    const snapshot = this.actor.getSnapshot();
+    if (snapshot.status === 'done') return 'closed';
+    return snapshot.value as TerminalInfo['state'];
+  }
+
+  info(): TerminalInfo {
+    return {
+      id: this.id,
+      state: this.state,
+      shell: this.spec.argv[0],
+      cwd: this.spec.cwd,
+      cols: this.spec.cols,
+      rows: this.spec.rows,
+      pid: this.#pty.identity.pid,
+      openedAt: this.openedAt,
+    };
+  }
+
+  #attach(pty: PtySession): () => void {
+    return pty.onData((text) => this.output.append(this.#filter.push(text)));
+  }
+}

@@ -1,0 +1,337 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createActor, fromPromise, type InspectionEvent } from 'xstate';
+import { terminalMachine } from '../../machines/terminal.js';
+import { assertArgument, TetherError } from '../errors.js';
+import type { OwnerRegistry } from '../owners/owner-registry.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import { type EnvPolicy, sanitizeEnv } from '../subprocess/env.js';
+import { createPtyHost, type PtyHost, type PtyOpenSpec } from './pty-host.js';
+import { SHELL_RC } from './shell-protocol.js';
+import { executeInTerminal } from './terminal-execute.js';
+import { TerminalRecord } from './terminal-record.js';
+import { proofBeforeInput, waitForReason } from './terminal-send.js';
+import type { TerminalOpenOptions, TerminalService, TerminalSignal } from './terminal-types.js';
+
+export interface TerminalServiceOptions {
+  readonly owners: OwnerRegistry;
+  readonly defaults: {
+    readonly shell: string;
+    readonly cwd: string;
+    readonly cleanupGraceMs: number;
+  };
+  readonly env?: EnvPolicy;
+  /** T3: characters of output each terminal retains for `read`; default 1,048,576. */
+  readonly retentionChars?: number;
+  /** Open terminals per owner; default 8. One more fails with TERMINAL_LIMIT. */
+  readonly maxPerOwner?: number;
+  readonly inspect?: (event: InspectionEvent) => void;
+  /** A PTY host to use (tests); by default the service starts and stops its own. */
+  readonly ptyHost?: PtyHost;
+}
+
+const ENDED_KEPT = 256;
+const SIGNALS: readonly TerminalSignal[] = [
+  'SIGINT',
+  'SIGQUIT',
+  'SIGTSTP',
+  'SIGCONT',
+  'SIGTERM',
+  'SIGKILL',
+  'SIGHUP',
+];
+
+/**
+ * Creates the terminal service (SPEC section 4): every terminal is an actor of the terminal
+ * machine; PTYs live in one supervised worker; `send` reports why it returned (T5, T6),
+ * `execute` runs one command to its nonce-marked end (T7), `close` returns when the whole tree
+ * is verified gone (T4).
+ *
+ * @example
+ * ```ts
+ * const terminals = createTerminalService({ owners, defaults: { shell: '/bin/bash', cwd: '/tmp', cleanupGraceMs: 2000 } });
+ * const t = await terminals.open(owner);
+ * console.log((await terminals.execute(owner, t.id, 'echo hi')).output); // 'hi\n'
+ * await terminals.dispose();
+ * ```
+ */
+export function createTerminalService(options: TerminalServiceOptions): TerminalService {
+  const { owners, defaults } = options;
+  const retentionChars = options.retentionChars ?? 1_048_576;
+  const maxPerOwner = options.maxPerOwner ?? 8;
+  const host = options.ptyHost ?? createPtyHost();
+  // The rc file exists from the first open until dispose.
+  let rcDir: string | null = null;
+  const rcFile = (): string => {
+    if (rcDir === null) {
+      rcDir = mkdtempSync(join(tmpdir(), 'tether-rc-'));
+      writeFileSync(join(rcDir, 'bashrc'), SHELL_RC, { mode: 0o600 });
+    }
+    return join(rcDir, 'bashrc');
+  };
+  const records = new Map<string, TerminalRecord>();
+  /** Recently ended terminals, so a late call hears "it ended", not "no such terminal". */
+  const ended = new Map<string, { readonly ownerKey: string; readonly reason: string }>();
+  let busy = 0;
+  let disposing: Promise<void> | null = null;
+
+  const lookup = (owner: AgentOwnerToken, id: string, retiredOk = false): TerminalRecord => {
+    const token = retiredOk ? owners.assertKnown(owner) : owners.assertLive(owner);
+    assertArgument(typeof id === 'string' && id.length > 0, 'terminal id must be a non-empty string');
+    const record = records.get(id);
+    const ownerKey = owners.keyOf(token);
+    const gone = ended.get(id);
+    if (record === undefined && gone?.ownerKey === ownerKey) {
+      throw new TetherError('TERMINAL_CLOSED', `terminal '${id}' has ended (${gone.reason}); open a new one`);
+    }
+    // T9: another owner's terminal is indistinguishable from one that does not exist.
+    if (record === undefined || record.ownerKey !== ownerKey) {
+      throw new TetherError('TERMINAL_NOT_FOUND', `no terminal '${id}' for this owner; list() shows yours`);
+    }
+    return record;
+  };
+
+  // T2: one send or execute at a time, decided by the machine.
+  const withTurn = async <T>(
+    record: TerminalRecord,
+    activity: 'send' | 'execute',
+    work: () => Promise<T>,
+  ) => {
+    const snapshot = record.actor.getSnapshot();
+    if (!snapshot.can({ type: 'BEGIN', activity })) {
+      if (record.state === 'busy') {
+        throw new TetherError(
+          'TERMINAL_BUSY',
+          `terminal '${record.id}' is busy with a ${snapshot.context.activity}; wait for it`,
+        );
+      }
+      throw new TetherError('TERMINAL_CLOSED', `terminal '${record.id}' is ${record.state}; open a new one`);
+    }
+    record.actor.send({ type: 'BEGIN', activity });
+    busy++;
+    try {
+      return await work();
+    } finally {
+      busy--;
+      record.actor.send({ type: 'END' });
+    }
+  };
+
+  const spawnShell = (spec: PtyOpenSpec) => host.open(spec);
+
+  const closeRecord = (record: TerminalRecord): Promise<void> => {
+    record.actor.send({ type: 'CLOSE' }); // ignored once closing: the machine's guard
+    return record.closed;
+  };
+
+  const service: TerminalService = {
+    async open(owner, opts: TerminalOpenOptions = {}) {
+      if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+      const token = owners.assertLive(owner);
+      const ownerKey = owners.keyOf(token);
+      const spec = openSpec(opts, defaults, rcFile(), options.env);
+      const mine = [...records.values()].filter((r) => r.ownerKey === ownerKey).length;
+      if (mine >= maxPerOwner) {
+        throw new TetherError(
+          'TERMINAL_LIMIT',
+          `this owner already has ${mine} open terminals (the limit); close one first`,
+        );
+      }
+      const pty = await spawnShell(spec);
+      const id = `term_${randomBytes(12).toString('base64url')}`;
+      let record: TerminalRecord | undefined;
+      const closer = fromPromise<void, { readonly terminalId: string }>(async () => {
+        const current = record!.pty;
+        const verdict = await current.kill();
+        if (verdict.status !== 'quiescent') {
+          process.emitWarning(
+            `tether: terminal ${id} left processes it could not kill: ${verdict.escaped.join(', ')}`,
+          );
+        }
+      });
+      const actor = createActor(terminalMachine.provide({ actors: { closer } }), {
+        input: { terminalId: id, ownerKey },
+        systemId: `terminal:${id}`,
+        ...(options.inspect ? { inspect: options.inspect } : {}),
+      });
+      record = new TerminalRecord({ id, ownerKey, actor, spec, pty, retentionChars, openedAt: Date.now() });
+      records.set(id, record);
+      void record.closed.then(() => {
+        records.delete(id);
+        ended.set(id, {
+          ownerKey,
+          reason: record?.endReason === 'session_exit' ? 'its session exited' : 'closed',
+        });
+        if (ended.size > ENDED_KEPT) ended.delete(ended.keys().next().value!);
+      });
+      actor.start();
+      watchExit(record);
+      return record.info();
+    },
+
+    async send(owner, id, input, opts = {}) {
+      const record = lookup(owner, id);
+      assertArgument(typeof input === 'string', 'input must be a string (use "\\r" or "\\n" for Enter)');
+      const settleMs = opts.settleMs ?? 500;
+      const timeoutMs = opts.timeoutMs ?? 30_000;
+      assertArgument(
+        Number.isFinite(settleMs) && settleMs >= 0,
+        `settleMs must be a finite number >= 0, got ${settleMs}`,
+      );
+      assertArgument(
+        Number.isFinite(timeoutMs) && timeoutMs > 0,
+        `timeoutMs must be a positive finite number, got ${timeoutMs}`,
+      );
+      return withTurn(record, 'send', async () => {
+        const startedAt = performance.now();
+        const from = record.output.end;
+        const pty = record.pty;
+        const before = proofBeforeInput(pty);
+        await pty.write(input);
+        const waitReason = await waitForReason(pty, before, { settleMs, timeoutMs, startedAt });
+        const page = record.output.read(from, Number.MAX_SAFE_INTEGER);
+        return { output: page.text, cursor: page.cursor, lossy: page.lossy, waitReason };
+      });
+    },
+
+    async execute(owner, id, command, opts = {}) {
+      const record = lookup(owner, id);
+      assertArgument(typeof command === 'string', 'command must be a string');
+      const timeoutMs = opts.timeoutMs ?? 120_000;
+      assertArgument(
+        Number.isFinite(timeoutMs) && timeoutMs > 0,
+        `timeoutMs must be a positive finite number, got ${timeoutMs}`,
+      );
+      return withTurn(record, 'execute', async () => {
+        record.executing = true;
+        try {
+          const from = record.output.end;
+          const result = await executeInTerminal(
+            {
+              pty: record.pty,
+              resetShell: async () => {
+                await record.pty.kill();
+                record.replacePty(await spawnShell(record.spec));
+                record.actor.send({ type: 'SHELL_RESET' });
+                watchExit(record);
+              },
+            },
+            command,
+            timeoutMs,
+          );
+          record.output.read(from, Number.MAX_SAFE_INTEGER); // what execute covered is consumed
+          return result;
+        } finally {
+          record.executing = false;
+        }
+      });
+    },
+
+    async read(owner, id, cursor, maxChars = 32_000) {
+      const record = lookup(owner, id, true);
+      assertArgument(
+        Number.isSafeInteger(cursor) && cursor >= 0,
+        `cursor must be an integer >= 0, got ${cursor}`,
+      );
+      assertArgument(
+        Number.isSafeInteger(maxChars) && maxChars > 0,
+        `maxChars must be a positive integer, got ${maxChars}`,
+      );
+      const page = record.output.read(cursor, maxChars);
+      return { text: page.text, cursor: page.cursor, lossy: page.lossy };
+    },
+
+    async signal(owner, id, signal) {
+      const record = lookup(owner, id);
+      assertArgument(
+        SIGNALS.includes(signal),
+        `signal must be one of ${SIGNALS.join(', ')}, got ${String(signal)}`,
+      );
+      if (!record.pty.signal(signal, 'foreground')) {
+        throw new TetherError('TERMINAL_CLOSED', `terminal '${id}' has no live foreground process to signal`);
+      }
+    },
+
+    async close(owner, id) {
+      let record: TerminalRecord;
+      try {
+        record = lookup(owner, id, true);
+      } catch (err) {
+        if (err instanceof TetherError && err.code === 'TERMINAL_CLOSED') return; // closing twice is fine
+        throw err;
+      }
+      await closeRecord(record);
+    },
+
+    async list(owner) {
+      const key = owners.keyOf(owners.assertLive(owner));
+      return [...records.values()].filter((r) => r.ownerKey === key).map((r) => r.info());
+    },
+
+    async drainOwner(owner) {
+      const key = owners.keyOf(owners.assertKnown(owner));
+      await Promise.all([...records.values()].filter((r) => r.ownerKey === key).map(closeRecord));
+    },
+
+    stats: () => ({ open: records.size, busy, hostAlive: host.alive }),
+
+    dispose() {
+      disposing ??= (async () => {
+        await Promise.all([...records.values()].map(closeRecord));
+        if (options.ptyHost === undefined) await host.dispose();
+        if (rcDir !== null) rmSync(rcDir, { recursive: true, force: true });
+      })();
+      return disposing;
+    },
+  };
+
+  // A session that ends on its own closes its terminal, unless execute is replacing the shell.
+  function watchExit(record: TerminalRecord): void {
+    const pty = record.pty;
+    void pty.exited.then(() => {
+      if (record.pty === pty && !record.executing) record.actor.send({ type: 'SESSION_EXIT' });
+    });
+  }
+
+  return service;
+}
+
+// Resolves the PTY spec of an `open` call: interactive bash with our rc file, sanitized env (S3).
+function openSpec(
+  opts: TerminalOpenOptions,
+  defaults: TerminalServiceOptions['defaults'],
+  rcFile: string,
+  policy: EnvPolicy | undefined,
+): PtyOpenSpec {
+  assertArgument(typeof opts === 'object' && opts !== null, 'open options must be an object');
+  const shell = opts.shell ?? defaults.shell;
+  const cwd = opts.cwd ?? defaults.cwd;
+  const cols = opts.cols ?? 120;
+  const rows = opts.rows ?? 40;
+  assertArgument(typeof shell === 'string' && shell.length > 0, 'shell must be a non-empty path');
+  assertArgument(
+    Number.isSafeInteger(cols) && cols > 0 && cols <= 1000,
+    `cols must be an integer in 1..1000, got ${cols}`,
+  );
+  assertArgument(
+    Number.isSafeInteger(rows) && rows > 0 && rows <= 1000,
+    `rows must be an integer in 1..1000, got ${rows}`,
+  );
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(cwd).isDirectory();
+  } catch {}
+  if (!isDirectory)
+    throw new TetherError('CWD_NOT_FOUND', `cwd '${cwd}' is not an existing directory; pass one that exists`);
+  const isBash = /(^|\/)bash$/.test(shell);
+  const argv: [string, ...string[]] = isBash ? [shell, '--noprofile', '--rcfile', rcFile, '-i'] : [shell];
+  const env = sanitizeEnv(process.env, policy, {
+    TERM: 'xterm-256color',
+    PAGER: 'cat',
+    GIT_PAGER: 'cat',
+    ...opts.env,
+  });
+  return { argv, cwd, env, cols, rows, cleanupGraceMs: defaults.cleanupGraceMs };
+}

@@ -1,0 +1,111 @@
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+
+/**
+ * Why `send` returned (T5): `stdin_read` = proven that the foreground process group waits for
+ * input on this terminal (Linux, T6); `inferred_idle` = output was silent for `settleMs`;
+ * `timeout` = the total deadline passed; `session_exit` = the session ended.
+ */
+export type WaitReason = 'stdin_read' | 'inferred_idle' | 'timeout' | 'session_exit';
+
+/** Signals a terminal's foreground process group can be sent (T8). */
+export type TerminalSignal = 'SIGINT' | 'SIGQUIT' | 'SIGTSTP' | 'SIGCONT' | 'SIGTERM' | 'SIGKILL' | 'SIGHUP';
+
+/** A terminal as its owner sees it. `state` is the terminal machine's state. */
+export interface TerminalInfo {
+  readonly id: string;
+  readonly state: 'idle' | 'busy' | 'closing' | 'closed';
+  readonly shell: string;
+  readonly cwd: string;
+  readonly cols: number;
+  readonly rows: number;
+  /** The shell's pid (the session leader). */
+  readonly pid: number;
+  readonly openedAt: number;
+}
+
+/**
+ * What `send` saw: the raw output (escape sequences included) that arrived after the input
+ * was written, the read cursor after it, whether anything was dropped, and why it returned.
+ */
+export interface TerminalSendResult {
+  readonly output: string;
+  readonly cursor: number;
+  readonly lossy: boolean;
+  readonly waitReason: WaitReason;
+}
+
+/**
+ * What `execute` saw (T7): only what the command printed (no echo, prompts or markers; `\r\n`
+ * folded to `\n`), its exit code, whether it timed out, and whether the shell had to be
+ * restarted (its variables and cwd are then gone).
+ */
+export interface TerminalCommandResult {
+  readonly output: string;
+  readonly exitCode: number | null;
+  readonly timedOut: boolean;
+  readonly shellReset: boolean;
+}
+
+/** One `read` of a terminal's retained output (T3): raw text, next cursor, and `lossy` on a hole. */
+export interface TerminalChunk {
+  readonly text: string;
+  readonly cursor: number;
+  readonly lossy: boolean;
+}
+
+export interface TerminalOpenOptions {
+  /** The shell to run; default `/bin/bash`. Started interactive, without rc files. */
+  readonly shell?: string;
+  readonly cwd?: string;
+  /** Overlay on the sanitized env: a string sets, `undefined` deletes (S3). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly cols?: number;
+  readonly rows?: number;
+}
+
+/**
+ * Persistent interactive terminals (SPEC section 4). Sessions belong to exactly one owner and
+ * their ids are unguessable (T9); another owner gets `TERMINAL_NOT_FOUND`.
+ *
+ * @example
+ * ```ts
+ * const term = await rt.terminals.open(owner);
+ * await rt.terminals.execute(owner, term.id, 'cd /tmp && export X=1');
+ * const r = await rt.terminals.send(owner, term.id, 'read -p "name? " n\n');
+ * r.waitReason; // 'stdin_read': the shell waits for our answer
+ * await rt.terminals.close(owner, term.id);
+ * ```
+ */
+export interface TerminalService {
+  open(owner: AgentOwnerToken, opts?: TerminalOpenOptions): Promise<TerminalInfo>;
+  send(
+    owner: AgentOwnerToken,
+    id: string,
+    input: string,
+    opts?: { settleMs?: number; timeoutMs?: number },
+  ): Promise<TerminalSendResult>;
+  execute(
+    owner: AgentOwnerToken,
+    id: string,
+    command: string,
+    opts?: { timeoutMs?: number },
+  ): Promise<TerminalCommandResult>;
+  read(owner: AgentOwnerToken, id: string, cursor: number, maxChars?: number): Promise<TerminalChunk>;
+  signal(owner: AgentOwnerToken, id: string, signal: TerminalSignal): Promise<void>;
+  close(owner: AgentOwnerToken, id: string): Promise<void>;
+  list(owner: AgentOwnerToken): Promise<TerminalInfo[]>;
+  drainOwner(owner: AgentOwnerToken): Promise<void>;
+  /** Live resource counts for tests and operators (D3). */
+  stats(): TerminalServiceStats;
+  /** Closes every terminal, then stops the PTY host worker (D2). Idempotent. */
+  dispose(): Promise<void>;
+}
+
+export interface TerminalServiceStats {
+  /** Terminals not yet closed. */
+  readonly open: number;
+  /** `send`/`execute` calls in flight. */
+  readonly busy: number;
+  /** Whether the PTY host worker thread is running. */
+  readonly hostAlive: boolean;
+}
