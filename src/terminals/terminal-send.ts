@@ -8,8 +8,11 @@ import type { WaitReason } from './terminal-types.js';
  * front-loaded, since a program usually blocks on input within a few ms of reading ours.
  */
 const TICKS_MS = [2, 3, 5, 10];
-/** Output is batched in the PTY worker for up to a few ms: a proof waits this long for stragglers. */
-const STRAGGLER_MS = 12;
+/**
+ * The PTY worker batches output for up to 5 ms (PtyHostOptions.flushMs): a proof waits this long
+ * for stragglers. Output later than that is not lost; it shows up in the next read.
+ */
+const STRAGGLER_MS = 7;
 
 export interface SendWait {
   readonly settleMs: number;
