@@ -28,6 +28,7 @@ export type {
   TreeKillVerdict,
   TreeProof,
 } from './subprocess/types.js';
+export type { PersistentBash, PersistentBashResult } from './terminals/persistent-bash.js';
 export type {
   TerminalChunk,
   TerminalCommandResult,

@@ -9,6 +9,7 @@ import { shellJobSpec } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellRequest, ShellResult } from './shell/shell-types.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
+import { createPersistentBash, type PersistentBash } from './terminals/persistent-bash.js';
 import { createTerminalService } from './terminals/terminal-service.js';
 import type { TerminalService } from './terminals/terminal-types.js';
 
@@ -34,6 +35,8 @@ export interface Runtime {
   readonly shell: ShellService;
   readonly jobs: JobService;
   readonly terminals: TerminalService;
+  /** One hidden terminal per owner behind a one-shot-like call (SPEC section 8). */
+  readonly persistentBash: PersistentBash;
   readonly owners: OwnerService;
   /** D2: ends every process, timer and worker the runtime started. Idempotent. */
   dispose(): Promise<void>;
@@ -114,6 +117,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     },
     jobs,
     terminals,
+    persistentBash: createPersistentBash(terminals),
     owners: { host: () => owners.host() },
     dispose() {
       disposing ??= (async () => {

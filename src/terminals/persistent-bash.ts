@@ -1,0 +1,58 @@
+import { TetherError } from '../errors.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { TerminalCommandResult, TerminalService } from './terminal-types.js';
+
+/** One command through an owner's hidden persistent shell. `fresh`: a new shell was opened for it. */
+export interface PersistentBashResult extends TerminalCommandResult {
+  readonly fresh: boolean;
+}
+
+/**
+ * A one-shot-like call over one PTY reused per owner (SPEC section 8, persistent bash): state
+ * (cwd, variables, functions) carries from call to call, the terminal itself stays hidden. If
+ * that terminal ended, the next call opens a new one and says `fresh: true`.
+ *
+ * @example
+ * ```ts
+ * await rt.persistentBash.run(owner, 'cd /repo && export NODE_ENV=test');
+ * const r = await rt.persistentBash.run(owner, 'npm test', { timeoutMs: 300_000 });
+ * ```
+ */
+export interface PersistentBash {
+  run(owner: AgentOwnerToken, command: string, opts?: { timeoutMs?: number }): Promise<PersistentBashResult>;
+}
+
+/**
+ * Creates the persistent-bash layer over a terminal service; it keeps only which terminal
+ * serves which owner (teardown is the terminal service's: draining an owner closes it).
+ *
+ * @example
+ * ```ts
+ * const bash = createPersistentBash(terminals);
+ * ```
+ */
+export function createPersistentBash(terminals: TerminalService): PersistentBash {
+  // Tokens have reference identity; a WeakMap lets a retired owner's entry go with it.
+  const shells = new WeakMap<AgentOwnerToken, Promise<string>>();
+  const open = (owner: AgentOwnerToken): Promise<string> => {
+    const id = terminals.open(owner).then((info) => info.id);
+    shells.set(owner, id);
+    id.catch(() => shells.delete(owner));
+    return id;
+  };
+  return {
+    async run(owner, command, opts = {}) {
+      const known = shells.get(owner);
+      const id = await (known ?? open(owner));
+      try {
+        return { ...(await terminals.execute(owner, id, command, opts)), fresh: known === undefined };
+      } catch (err) {
+        // The hidden terminal ended (closed, drained, its session exited): start over once.
+        if (!(err instanceof TetherError) || !['TERMINAL_CLOSED', 'TERMINAL_NOT_FOUND'].includes(err.code))
+          throw err;
+        const fresh = await open(owner);
+        return { ...(await terminals.execute(owner, fresh, command, opts)), fresh: true };
+      }
+    },
+  };
+}
