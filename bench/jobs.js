@@ -1,7 +1,7 @@
 // P2 (job part): 1 GiB through a background job, read to the end, against a raw pipe read.
 import { spawn } from 'node:child_process';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createRuntime } from '../dist/src/index.js';
+import { measureFlood } from './measure.js';
 
 const fmt = (x, digits = 2) => x.toFixed(digits);
 
@@ -33,27 +33,6 @@ async function jobRead(rt, lease, command) {
   }
 }
 
-async function measure(run, bytes) {
-  const delay = monitorEventLoopDelay({ resolution: 1 });
-  const rss0 = process.memoryUsage().rss;
-  let peak = rss0;
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
-  }, 20);
-  delay.enable();
-  const t0 = performance.now();
-  const result = await run();
-  const seconds = (performance.now() - t0) / 1000;
-  delay.disable();
-  clearInterval(sampler);
-  return {
-    result,
-    mbps: bytes / 1e6 / seconds,
-    rssGrowthMiB: (peak - rss0) / 2 ** 20,
-    p99ms: delay.percentile(99) / 1e6,
-  };
-}
-
 /** Table rows for bench/run.js: [benchmark, raw, tether, ratio, goal, note]. */
 export async function rows(quick) {
   const bytes = quick ? 64 * 2 ** 20 : 2 ** 30;
@@ -62,8 +41,8 @@ export async function rows(quick) {
   const rt = await createRuntime({ spillDir: false, limits: { jobRetentionChars: 16 * 2 ** 20 } });
   const lease = rt.owners.host();
   try {
-    const raw = await measure(() => rawRead(command), bytes);
-    const job = await measure(() => jobRead(rt, lease, command), bytes);
+    const raw = await measureFlood(() => rawRead(command), bytes);
+    const job = await measureFlood(() => jobRead(rt, lease, command), bytes);
     const size = quick ? '64 MiB' : '1 GiB';
     return [
       [

@@ -6,7 +6,7 @@ import { rows as shellRows } from './shell.js';
 import { rows as terminalRows } from './terminals.js';
 
 const quick = process.env.TETHER_BENCH_QUICK === '1';
-const sections = [shellRows, jobRows, ptyRows];
+const sections = [shellRows, jobRows, ptyRows, terminalRows];
 
 console.log('| benchmark | raw | tether | ratio | goal | note |');
 console.log('| --- | --- | --- | --- | --- | --- |');

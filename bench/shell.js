@@ -4,9 +4,9 @@ import { createWriteStream } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { execa } from 'execa';
 import { createRuntime } from '../dist/src/index.js';
+import { measureFlood } from './measure.js';
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -60,31 +60,11 @@ export async function benchLatency(rt, iterations = 200) {
 /** P2: MB/s of `bytes` of output, RSS growth and event-loop delay p99 while it floods. */
 export async function benchFlood(rt, rtNoSpill, bytes, scratch) {
   const command = `head -c ${bytes} /dev/zero`;
-  const measure = async (run) => {
-    const delay = monitorEventLoopDelay({ resolution: 1 });
-    const rss0 = process.memoryUsage().rss;
-    let peak = rss0;
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, process.memoryUsage().rss);
-    }, 20);
-    delay.enable();
-    const t0 = performance.now();
-    const result = await run();
-    const seconds = (performance.now() - t0) / 1000;
-    delay.disable();
-    clearInterval(sampler);
-    return {
-      result,
-      mbps: bytes / 1e6 / seconds,
-      rssGrowthMiB: (peak - rss0) / 2 ** 20,
-      p99ms: delay.percentile(99) / 1e6,
-    };
-  };
-  const raw = await measure(() => rawRun(command));
-  const rawToFile = await measure(() => rawRunToFile(command, join(scratch, 'raw.out')));
-  const tether = await measure(() => rt.shell.run({ command }));
+  const raw = await measureFlood(() => rawRun(command), bytes);
+  const rawToFile = await measureFlood(() => rawRunToFile(command, join(scratch, 'raw.out')), bytes);
+  const tether = await measureFlood(() => rt.shell.run({ command }), bytes);
   if (tether.result.spillPath) await rm(tether.result.spillPath, { force: true });
-  const tetherNoSpill = await measure(() => rtNoSpill.shell.run({ command }));
+  const tetherNoSpill = await measureFlood(() => rtNoSpill.shell.run({ command }), bytes);
   return { raw, rawToFile, tether, tetherNoSpill };
 }
 

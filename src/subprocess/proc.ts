@@ -152,6 +152,18 @@ export function listTaggedProcesses(prefix: string): number[] {
   return found;
 }
 
+/**
+ * The text of a small /proc file (latin1), or `null` when it cannot be read (gone, EACCES).
+ *
+ * @example
+ * ```ts
+ * readProcText(`/proc/${pid}/task/${tid}/syscall`); // '0 0x0 0x55e2… …\n' or 'running\n'
+ * ```
+ */
+export function readProcText(path: string): string | null {
+  return readProcFile(path)?.toString('latin1') ?? null;
+}
+
 let scratch = Buffer.allocUnsafe(16 * 1024);
 
 // readFileSync costs ~3x more per /proc file (fstat, allocation): scans read hundreds of

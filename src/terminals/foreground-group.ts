@@ -1,7 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { isDeadState } from '../subprocess/identity.js';
-import { listPids, type ProcStat, readProcStat } from '../subprocess/proc.js';
-import { readProcText } from './proc-thread.js';
+import { listPids, type ProcStat, readProcStat, readProcText } from '../subprocess/proc.js';
 
 /** One live member of a foreground process group and its thread ids (`null`: unreadable). */
 export interface GroupMember {

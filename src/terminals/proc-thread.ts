@@ -1,4 +1,5 @@
 import { closeSync, openSync, readlinkSync, readSync } from 'node:fs';
+import { readProcText } from '../subprocess/proc.js';
 
 /**
  * One line of `/proc/<pid>/task/<tid>/syscall` for a thread blocked in a syscall (T6):
@@ -35,43 +36,6 @@ export function parseSyscallLine(line: string): BlockedSyscall | 'running' | nul
     return { nr, args: [a0, a1, a2, a3, a4, a5], sp };
   } catch {
     return null;
-  }
-}
-
-let scratch = Buffer.allocUnsafe(8 * 1024);
-
-/**
- * The text of a small /proc file, or `null` when it cannot be read (gone, EACCES). Reads
- * into one reused buffer: a probe reads a handful of these per thread (T6).
- *
- * @example
- * ```ts
- * readProcText(`/proc/${pid}/task/${tid}/syscall`); // '0 0x0 0x55e2… …\n' or 'running\n'
- * ```
- */
-export function readProcText(path: string): string | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch {
-    return null;
-  }
-  try {
-    let length = 0;
-    for (;;) {
-      if (length === scratch.length) {
-        const grown = Buffer.allocUnsafe(scratch.length * 2);
-        scratch.copy(grown, 0, 0, length);
-        scratch = grown;
-      }
-      const n = readSync(fd, scratch, length, scratch.length - length, null);
-      if (n === 0) return scratch.toString('latin1', 0, length);
-      length += n;
-    }
-  } catch {
-    return null;
-  } finally {
-    closeSync(fd);
   }
 }
 

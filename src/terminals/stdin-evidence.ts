@@ -1,11 +1,5 @@
-import {
-  type BlockedSyscall,
-  parseSyscallLine,
-  readLink,
-  readMemory,
-  readProcText,
-  readWakeups,
-} from './proc-thread.js';
+import { readProcText } from '../subprocess/proc.js';
+import { type BlockedSyscall, parseSyscallLine, readLink, readMemory, readWakeups } from './proc-thread.js';
 import type { InputSyscall, InputSyscallTable } from './syscall-table.js';
 
 /** The terminal a probe is about, as the kernel names it in /proc (T6). */
