@@ -1,3 +1,22 @@
+export { createAgentService } from './agents/agent-service.js';
+export type {
+  Agent,
+  AgentErrorReporter,
+  AgentErrorStage,
+  AgentOptions,
+  AgentPhase,
+  AgentService,
+  AgentServiceOptions,
+  AgentServiceStats,
+  AgentStatus,
+  Drainable,
+  InboxItem,
+  Notice,
+  Turn,
+  TurnInbox,
+  TurnReason,
+  WakePolicy,
+} from './agents/agent-types.js';
 export { TetherError, type TetherErrorCode } from './errors.js';
 export type {
   JobExit,

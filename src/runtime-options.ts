@@ -1,5 +1,6 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { InspectionEvent } from 'xstate';
 import { assertArgument } from './errors.js';
 import type { EnvPolicy } from './subprocess/env.js';
 import type { SubprocessProvider } from './subprocess/types.js';
@@ -18,6 +19,12 @@ export interface RuntimeOptions {
   readonly shell?: string;
   /** How the host env is cleaned for children (S3). */
   readonly env?: EnvPolicy;
+  /**
+   * Receives every XState inspection event of the runtime's actor systems (agents, routers,
+   * jobs, terminals): pass `createBrowserInspector().inspect` from `@statelyai/inspect`, or a
+   * function that logs them offline. Off by default.
+   */
+  readonly inspect?: (event: InspectionEvent) => void;
   readonly limits?: {
     /** Characters of output kept in a shell result; default 30,000. */
     readonly outputCapChars?: number;
@@ -42,6 +49,7 @@ export interface ResolvedOptions {
   readonly cwd: string;
   readonly shell: string;
   readonly env: EnvPolicy;
+  readonly inspect: ((event: InspectionEvent) => void) | undefined;
   readonly outputCapChars: number;
   readonly cleanupGraceMs: number;
   readonly drainMs: number;
@@ -61,6 +69,7 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     cwd: options.cwd ?? process.cwd(),
     shell: options.shell ?? '/bin/bash',
     env: options.env ?? {},
+    inspect: options.inspect,
     outputCapChars: limits.outputCapChars ?? 30_000,
     cleanupGraceMs: limits.cleanupGraceMs ?? 2_000,
     drainMs: limits.drainMs ?? 500,
@@ -72,6 +81,10 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   assertArgument(
     resolved.spillDir === false || (typeof resolved.spillDir === 'string' && resolved.spillDir.length > 0),
     'spillDir must be a directory path, or false to never spill',
+  );
+  assertArgument(
+    resolved.inspect === undefined || typeof resolved.inspect === 'function',
+    'inspect must be a function receiving inspection events',
   );
   for (const key of ['cwd', 'shell'] as const) {
     assertArgument(

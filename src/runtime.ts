@@ -1,3 +1,5 @@
+import { createAgentService } from './agents/agent-service.js';
+import type { AgentService } from './agents/agent-types.js';
 import { TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
 import type { JobInfo, JobService } from './jobs/job-types.js';
@@ -38,6 +40,8 @@ export interface Runtime {
   /** One hidden terminal per owner behind a one-shot-like call (SPEC section 8). */
   readonly persistentBash: PersistentBash;
   readonly owners: OwnerService;
+  /** Agents with completion routing and wake budgets (SPEC section 6). */
+  readonly agents: Pick<AgentService, 'create' | 'stats'>;
   /** D2: ends every process, timer and worker the runtime started. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -65,6 +69,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     owners,
     maxRunningPerOwner: opts.maxJobsPerOwner,
     retentionChars: opts.jobRetentionChars,
+    ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   const terminals = createTerminalService({
     owners,
@@ -72,6 +77,14 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     env: opts.env,
     retentionChars: opts.terminalRetentionChars,
     maxPerOwner: opts.maxTerminalsPerOwner,
+    ...(opts.inspect ? { inspect: opts.inspect } : {}),
+  });
+  // Agents drain their terminals, then their jobs (reverse start order, D1).
+  const agents = createAgentService({
+    owners,
+    jobs,
+    drainables: [terminals],
+    ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   const inFlight = new Set<Promise<unknown>>();
   const lifetime = new AbortController();
@@ -119,9 +132,11 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     terminals,
     persistentBash: createPersistentBash(terminals),
     owners: { host: () => owners.host() },
+    agents: { create: (o) => agents.create(o), stats: () => agents.stats() },
     dispose() {
       disposing ??= (async () => {
         lifetime.abort(); // running one-shot commands are cancelled (D2)
+        await agents.dispose(); // D1 for every agent: owners retired, turns aborted, resources drained
         await Promise.allSettled([...inFlight]);
         // Reverse start order: terminals, then jobs, each to verified-dead trees (D2).
         await terminals.dispose();

@@ -7,34 +7,14 @@
  * We call its native `fork` (the same forkpty + termios + waitpid thread) and own the master.
  */
 import { closeSync, constants, openSync, readSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { constants as osConstants } from 'node:os';
-import { dirname, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { ReadStream } from 'node:tty';
 import { readIdentity } from '../src/subprocess/identity.js';
 import { hasProcfs } from '../src/subprocess/proc.js';
 import type { ProcessIdentity } from '../src/subprocess/types.js';
 import { signalGroupOf } from '../src/terminals/pty-signal.js';
+import { type ForkedPty, forkPty, type PtyForkSpec, resizePty, signalName } from './pty-native.js';
 import { PtyWriter } from './pty-writer.js';
-
-/** The part of node-pty's native unix module we use (node-pty 1.1.0, `src/unix/pty.cc`). */
-interface UnixPtyNative {
-  fork(
-    file: string,
-    args: readonly string[],
-    env: readonly string[],
-    cwd: string,
-    cols: number,
-    rows: number,
-    uid: number,
-    gid: number,
-    utf8: boolean,
-    helperPath: string,
-    onExit: (exitCode: number, signal: number) => void,
-  ): { fd: number; pid: number; pty: string };
-  resize(fd: number, cols: number, rows: number): void;
-}
 
 /** Where a master's batches and its exit go (the worker posts them to the main thread). */
 export interface PtyMasterSink {
@@ -47,33 +27,6 @@ export interface PtyMasterTuning {
   readonly batchBytes: number;
   readonly maxUnackedChars: number;
 }
-
-export interface PtyForkSpec {
-  readonly file: string;
-  readonly args: readonly string[];
-  readonly cwd: string;
-  readonly env: readonly string[];
-  readonly cols: number;
-  readonly rows: number;
-}
-
-let loaded: { native: UnixPtyNative; helperPath: string } | undefined;
-
-// Loaded on first use, and only here: node-pty is not thread-safe, so only this worker loads it.
-function nodePty(): { native: UnixPtyNative; helperPath: string } {
-  if (loaded) return loaded;
-  const require = createRequire(import.meta.url);
-  const utilsPath = require.resolve('node-pty/lib/utils.js');
-  const utils = require(utilsPath) as { loadNativeModule(name: string): { dir: string; module: unknown } };
-  const { dir, module } = utils.loadNativeModule('pty');
-  // As node-pty's unixTerminal.js: the spawn helper (used on macOS) sits beside pty.node.
-  loaded = { native: module as UnixPtyNative, helperPath: resolve(dirname(utilsPath), dir, 'spawn-helper') };
-  return loaded;
-}
-
-const signalNames = new Map<number, NodeJS.Signals>(
-  Object.entries(osConstants.signals).map(([name, n]) => [n, name as NodeJS.Signals]),
-);
 
 /**
  * A forked PTY. Output is read by libuv (a tty stream on the master), copied into one buffer
@@ -104,7 +57,6 @@ export class PtyMaster {
 
   /** Forks `spec.file` on a new PTY; throws what forkpty(3) or opening the slave throws. */
   static fork(spec: PtyForkSpec, tuning: PtyMasterTuning, sink: PtyMasterSink): PtyMaster {
-    const { native, helperPath } = nodePty();
     let self: PtyMaster | undefined;
     // Runs on this thread's loop (a thread-safe function), never before fork() returned. It must
     // not throw: node-pty turns a JS exception here into a C++ one, which aborts the process.
@@ -117,17 +69,12 @@ export class PtyMaster {
         });
       }
     };
-    const { file, args, env, cwd, cols, rows } = spec;
-    const term = native.fork(file, args, env, cwd, cols, rows, -1, -1, true, helperPath, onExit);
+    const term = forkPty(spec, onExit);
     self = new PtyMaster(term, tuning, sink);
     return self;
   }
 
-  private constructor(
-    term: { fd: number; pid: number; pty: string },
-    tuning: PtyMasterTuning,
-    sink: PtyMasterSink,
-  ) {
+  private constructor(term: ForkedPty, tuning: PtyMasterTuning, sink: PtyMasterSink) {
     this.#fd = term.fd;
     this.ttyPath = term.pty;
     this.identity = leaderIdentity(term.pid);
@@ -148,7 +95,10 @@ export class PtyMaster {
     this.#batch = Buffer.allocUnsafe(tuning.batchBytes);
     this.#writer = new PtyWriter(term.fd);
     this.#socket = new ReadStream(term.fd);
-    this.#socket.on('data', (chunk: Buffer) => this.#append(chunk));
+    this.#socket.on('data', (chunk: Buffer) => {
+      this.#append(chunk);
+      if (!this.#paused) this.#readNow(false);
+    });
     // With the slave held there is no EIO; any other error just ends reading, exit still drains.
     this.#socket.on('error', () => {});
   }
@@ -159,7 +109,7 @@ export class PtyMaster {
   }
 
   resize(cols: number, rows: number): void {
-    if (!this.#exited) nodePty().native.resize(this.#fd, cols, rows);
+    if (!this.#exited) resizePty(this.#fd, cols, rows);
   }
 
   /** The main thread delivered `chars` characters: reading resumes below half the budget. */
@@ -183,7 +133,7 @@ export class PtyMaster {
       // Bytes a paused stream already holds come first ('data' fires for each read()).
       while (this.#socket.readableLength > 0 && this.#socket.read() !== null) {}
       this.#exited = true;
-      this.#drain();
+      this.#readNow(true);
       this.#flush();
       const tail = this.#decoder.end();
       if (tail !== '') this.#sink.data(tail);
@@ -193,8 +143,7 @@ export class PtyMaster {
       this.#writer.close('the terminal has exited');
       this.#socket.destroy();
       closeSync(this.#slave);
-      const signal = signo === 0 ? null : (signalNames.get(signo) ?? null);
-      this.#sink.exit(signo === 0 ? code : null, signal);
+      this.#sink.exit(signo === 0 ? code : null, signalName(signo));
     }
   }
 
@@ -206,9 +155,7 @@ export class PtyMaster {
       at += n;
       if (this.#length === this.#batch.length) this.#flush();
     }
-    if (this.#length > 0 && this.#timer === undefined && !this.#exited) {
-      this.#timer = setTimeout(() => this.#flush(), this.#tuning.flushMs);
-    }
+    this.#armFlush();
   }
 
   // Posts the pending bytes as one decoded batch; pauses reading while the main thread lags.
@@ -227,18 +174,31 @@ export class PtyMaster {
     }
   }
 
-  // Reads the master until EAGAIN; with our slave fd open it never reports EIO.
-  #drain(): void {
+  // read(2)s the master until EAGAIN (with our slave fd open it never reports EIO). After a
+  // libuv wakeup it stops at a full batch, sparing the stream machinery a trip per 4 KiB tty
+  // read; after the exit (`toEnd`) it drains everything.
+  #readNow(toEnd: boolean): void {
     for (;;) {
       let n: number;
       try {
         n = readSync(this.#fd, this.#batch, this.#length, this.#batch.length - this.#length, null);
       } catch {
-        return; // EAGAIN: the tty buffers are empty
+        break; // EAGAIN: the tty buffers are empty
       }
-      if (n === 0) return;
+      if (n === 0) break;
       this.#length += n;
-      if (this.#length === this.#batch.length) this.#flush();
+      if (this.#length === this.#batch.length) {
+        this.#flush();
+        if (!toEnd) return;
+      }
+    }
+    this.#armFlush();
+  }
+
+  // Pending bytes are posted at most flushMs after they were read.
+  #armFlush(): void {
+    if (this.#length > 0 && this.#timer === undefined && !this.#exited) {
+      this.#timer = setTimeout(() => this.#flush(), this.#tuning.flushMs);
     }
   }
 }

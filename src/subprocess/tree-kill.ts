@@ -141,12 +141,17 @@ export async function killProcessTree(target: TreeTarget, opts: TreeKillOptions)
   return { status: 'escaped', proof: 'proc', killed: sent.processes.size, escaped, stuck };
 }
 
+/** Pids a private bounded sweep may read; more, and the shared full scan is cheaper. */
+const BOUNDED_SWEEP_MAX = 64;
+
 // The common case after a command exits: nothing is left. Every member of the tree was
 // created after the root's spawn, so only pids allocated since then need a look; the
 // bounded snapshot serves only to prove emptiness (a hit goes on with full scans).
 function boundedSweep(target: TreeTarget): ProcSnapshot | null {
   const range = pidsSince(target.since ?? null);
-  if (range === null) return null;
+  // A wide range means many processes started meanwhile (hundreds of concurrent trees):
+  // one shared full scan per tick is then cheaper than a private scan per tree.
+  if (range === null || range.length > BOUNDED_SWEEP_MAX) return null;
   const listed = new Set(listPids()); // threads have pids too, but are not listed
   const snap = scanPidsSnapshot(range.filter((pid) => listed.has(pid)));
   return membersIn(snap, target).length === 0 ? snap : null;

@@ -38,6 +38,7 @@ export class PtyHostWorker {
   #stopping: Promise<void> | null = null;
   #crashHandled: Promise<void> | null = null;
   #terminating = false;
+  readonly #threadExited: Promise<void>;
 
   constructor(url: URL, tuning: PtyHostWorkerData, onGone: (generation: PtyHostWorker) => void) {
     this.#onGone = onGone;
@@ -45,10 +46,18 @@ export class PtyHostWorker {
     this.#worker = new Worker(url, { workerData: tuning });
     this.#worker.on('message', (event: PtyHostEvent) => this.#onEvent(event));
     this.#worker.on('error', (err) => this.#crash(`the PTY host worker failed: ${err.message}`));
-    this.#worker.on('exit', (code) => {
-      if (!this.#terminating) this.#crash(`the PTY host worker exited with code ${code}`);
+    this.#threadExited = new Promise((resolve) => {
+      this.#worker.once('exit', (code) => {
+        if (!this.#terminating) this.#crash(`the PTY host worker exited with code ${code}`);
+        resolve();
+      });
     });
     this.#worker.unref();
+  }
+
+  /** Resolves when the worker thread has exited (after stop(), or on its own after a crash). */
+  get ended(): Promise<void> {
+    return this.#threadExited;
   }
 
   /** True until stop() or a crash. */
@@ -85,6 +94,7 @@ export class PtyHostWorker {
   /**
    * Kills every session's tree (SIGKILL to its group first), waits until the worker reported
    * each exit — so no leader can die while the worker tears down — then terminates the worker.
+   * After a crash: waits for the crash handling and for the worker to end by itself.
    */
   stop(): Promise<void> {
     this.#stopping ??= (async () => {
@@ -97,6 +107,7 @@ export class PtyHostWorker {
       if (this.#state === 'crashed') {
         // A crashing worker ends by itself once its leaders are dead (see workers/pty-host.ts).
         await this.#crashHandled;
+        await this.#threadExited;
         return;
       }
       if (this.#state === 'stopping') {

@@ -14,8 +14,9 @@ export interface PtyOpenSpec {
   readonly argv: readonly [string, ...string[]];
   readonly cwd: string;
   /**
-   * The complete environment of the child, already sanitized by the caller (S3, `sanitizeEnv`).
-   * The host adds `TETHER_TREE=<tree id>` so that the tree kill finds escaped children.
+   * The complete environment of the child, already sanitized by the caller (S3, `sanitizeEnv`);
+   * nothing is guessed (no TERM, no PWD). The host adds `TETHER_TREE=<tree id>` (replacing any
+   * given one) so that the tree kill finds children that escape the session (S4).
    */
   readonly env: Readonly<Record<string, string>>;
   readonly cols: number;
@@ -84,6 +85,8 @@ export function createPtyHost(options: PtyHostOptions = {}): PtyHost {
   assertArgument(tuning.maxUnackedChars > 0, 'pty host maxUnackedChars must be positive');
   const url = workerUrl('pty-host');
   let current: PtyHostWorker | null = null;
+  // Every generation whose thread may still run, crashed ones included: dispose waits for all.
+  const generations = new Set<PtyHostWorker>();
   let disposing: Promise<void> | null = null;
   let nextId = 1;
   const forget = (generation: PtyHostWorker) => {
@@ -100,7 +103,12 @@ export function createPtyHost(options: PtyHostOptions = {}): PtyHost {
         .map(([name, value]) => `${name}=${value}`);
       env.push(`${TREE_MARKER_ENV}=${treeId}`);
       const [file, ...args] = spec.argv;
-      if (current === null || !current.running) current = new PtyHostWorker(url, tuning, forget);
+      if (current === null || !current.running) {
+        const generation = new PtyHostWorker(url, tuning, forget);
+        generations.add(generation);
+        void generation.ended.then(() => generations.delete(generation));
+        current = generation;
+      }
       const request = {
         type: 'open',
         id: nextId++,
@@ -118,9 +126,8 @@ export function createPtyHost(options: PtyHostOptions = {}): PtyHost {
     },
     dispose() {
       disposing ??= (async () => {
-        const generation = current;
         current = null;
-        await generation?.stop();
+        await Promise.all([...generations].map((generation) => generation.stop()));
       })();
       return disposing;
     },

@@ -115,7 +115,8 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
       return await work();
     } finally {
       busy--;
-      record.actor.send({ type: 'END' });
+      // A session that exited meanwhile already took the terminal to closing/closed.
+      if (record.actor.getSnapshot().status === 'active') record.actor.send({ type: 'END' });
     }
   };
 

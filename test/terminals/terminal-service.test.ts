@@ -181,6 +181,10 @@ describe('rt.terminals', () => {
       'sleep 1000 & nohup sleep 1000 >/dev/null 2>&1 & setsid sleep 1000 &',
     );
     await rt.terminals.execute(owner, t.id, '(trap "" HUP TERM; exec sleep 1000) & disown');
+    // The shell forks asynchronously: wait until all five children exist before closing.
+    for (let i = 0; i < 200 && listTaggedProcesses(treeIdPrefix()).length < 5; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
     expect(listTaggedProcesses(treeIdPrefix()).length).toBeGreaterThanOrEqual(5);
     await rt.terminals.close(owner, t.id);
     expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);

@@ -1,0 +1,76 @@
+import type { ActorRefFrom } from 'xstate';
+import type { agentMachine } from '../../machines/agent.js';
+import type { completionRouterMachine } from '../../machines/completion-router.js';
+import type { OwnerLease } from '../owners/owner-registry.js';
+import type { Agent, AgentErrorReporter, AgentErrorStage, AgentOptions } from './agent-types.js';
+import type { AgentWork } from './agent-work.js';
+
+export type AgentActor = ActorRefFrom<typeof agentMachine>;
+export type RouterActor = ActorRefFrom<typeof completionRouterMachine>;
+
+/**
+ * What the service holds for one agent publication beside its actors: the owner lease (the
+ * token never enters a machine, O1), the orchestrator's callbacks and the work in flight.
+ */
+export interface AgentRecord {
+  /** `agent:<sessionId>:<n>`, the agent actor's system id. */
+  readonly publication: string;
+  /** `router:<sessionId>:<n>`, its router's system id. */
+  readonly routerId: string;
+  readonly sessionId: string;
+  readonly lease: OwnerLease;
+  readonly onTurn: AgentOptions['onTurn'];
+  readonly onNotice: AgentOptions['onNotice'];
+  readonly work: AgentWork;
+  /** The orchestrator's handle, made before the actors. */
+  agent?: Agent;
+  /** Set in the same step that spawns the actors. */
+  actor?: AgentActor;
+  router?: RouterActor;
+  /** The memoized D1 teardown. */
+  disposing?: Promise<void>;
+}
+
+/**
+ * Publishes a failure on the error path (W1): on a later microtask (never inside a machine
+ * transition), tracked as `error` work so teardown waits for it, and never thrown back: a
+ * reporter that fails is swallowed after the fact.
+ *
+ * @example
+ * ```ts
+ * publishError(record, onError, 'delivery', error, ['job_x']);
+ * await record.work.settle('error');
+ * ```
+ */
+export function publishError(
+  record: AgentRecord,
+  report: AgentErrorReporter,
+  stage: AgentErrorStage,
+  error: unknown,
+  jobIds?: readonly string[],
+): void {
+  const where = {
+    agent: record.publication,
+    sessionId: record.sessionId,
+    stage,
+    ...(jobIds === undefined ? {} : { jobIds }),
+  };
+  const publication = Promise.resolve()
+    .then(() => report(error, where))
+    .catch(() => {});
+  void record.work.track('error', publication);
+}
+
+/**
+ * The default error path: a process warning, visible and never thrown.
+ *
+ * @example
+ * ```ts
+ * createAgentService({ owners, jobs, onError: warnAgentError });
+ * ```
+ */
+export function warnAgentError(error: unknown, where: Parameters<AgentErrorReporter>[1]): void {
+  const text = error instanceof Error ? error.message : String(error);
+  const jobs = where.jobIds ? ` (jobs ${where.jobIds.join(', ')})` : '';
+  process.emitWarning(`${where.agent}: ${where.stage} failed${jobs}: ${text}`, { code: 'TETHER_AGENT' });
+}

@@ -1,0 +1,173 @@
+import { toPromise } from 'xstate';
+import { TetherError } from '../errors.js';
+import { resolveAgentOptions, resolveServiceOptions } from './agent-args.js';
+import { countingClock } from './agent-clock.js';
+import { deliverNotice, type ListenerCount, subscribeCompletions } from './agent-delivery.js';
+import { agentFacade } from './agent-facade.js';
+import { type AgentRecord, publishError, warnAgentError } from './agent-record.js';
+import { startAgentSystem } from './agent-system.js';
+import { tearDown } from './agent-teardown.js';
+import { runTurn } from './agent-turn.js';
+import type { AgentErrorStage, AgentService, AgentServiceOptions } from './agent-types.js';
+import { AgentWork, type WorkKind, type WorkTimers } from './agent-work.js';
+
+export type * from './agent-types.js';
+
+/**
+ * Creates the agent service (SPEC sections 6 and 7): every agent publication an actor of one
+ * XState system (root `tether.agents`) with its completion router beside it; the wake
+ * budget lives in the agent machine, coalescing in the router machine, teardown in both.
+ *
+ * @example
+ * ```ts
+ * const owners = createOwnerRegistry();
+ * const jobs = createJobService({ owners });
+ * const agents = createAgentService({ owners, jobs });
+ * const agent = agents.create({
+ *   sessionId: 's1',
+ *   onTurn: async (turn) => { for (const item of turn.inbox.claim()) console.log(item); },
+ * });
+ * agent.say('hello');               // idle → running: a turn with reason 'user'
+ * await agents.dispose();           // D2
+ * agents.stats();                   // all zero (D3)
+ * ```
+ */
+export function createAgentService(options: AgentServiceOptions): AgentService {
+  const { owners, jobs } = options;
+  const { drainables, quietWindowMs, turnGraceMs } = resolveServiceOptions(options);
+  const onError = options.onError ?? warnAgentError;
+  const clock = countingClock(options.clock);
+  const timers: WorkTimers = { timers: 0 };
+  const counts: ListenerCount = { listeners: 0 };
+  const records = new Map<string, AgentRecord>();
+  /** Work of torn-down agents that outlived their teardown (abandoned turns). */
+  const lingering = new Set<AgentWork>();
+  let teardowns = 0;
+  let published = 0;
+  let disposing: Promise<void> | undefined;
+
+  const recordOf = (publication: string): AgentRecord => {
+    const record = records.get(publication);
+    if (record === undefined) throw new Error(`agents: no live publication ${publication}`);
+    return record;
+  };
+  const report = (publication: string, stage: AgentErrorStage, error: unknown, jobIds?: readonly string[]) =>
+    publishError(recordOf(publication), onError, stage, error, jobIds);
+
+  const system = startAgentSystem(
+    {
+      turn: (input, signal) => {
+        const record = recordOf(input.publication);
+        return runTurn(record, record.agent!, input, signal);
+      },
+      teardown: (publication) => {
+        const record = recordOf(publication);
+        return tearDown(record, {
+          jobs,
+          drainables,
+          graceMs: turnGraceMs,
+          report: (stage, error) => publishError(record, onError, stage, error),
+        });
+      },
+      retireOwner: (publication) => recordOf(publication).lease.retire(),
+      reportTurnError: (publication, _turn, error) => report(publication, 'turn', error),
+      reportTeardownError: (publication, error) => report(publication, 'teardown', error),
+      subscribe: (publication, completed) =>
+        subscribeCompletions(jobs, recordOf(publication), counts, completed),
+      deliver: (input, signal) => deliverNotice(recordOf(input.publication), input.jobs, signal),
+      reportDeliveryFailure: (publication, jobIds, error) => report(publication, 'delivery', error, jobIds),
+      reportSourceFailure: (publication, error) => report(publication, 'subscribe', error),
+    },
+    { clock, inspect: options.inspect },
+  );
+
+  // D1: RETIRE runs the agent machine's retiring (owner retired, router closed, drains,
+  // settles); the publication is forgotten once the actor reached `retired`.
+  const disposeAgent = (record: AgentRecord): Promise<void> => {
+    record.disposing ??= (async () => {
+      teardowns++;
+      try {
+        const actor = record.actor!;
+        const retired = toPromise(actor);
+        actor.send({ type: 'RETIRE' });
+        await retired.catch((error: unknown) => publishError(record, onError, 'teardown', error));
+        await record.work.settleWithin('error', turnGraceMs);
+      } finally {
+        teardowns--;
+        records.delete(record.publication);
+        if (!record.work.idle) lingering.add(record.work);
+      }
+    })();
+    return record.disposing;
+  };
+
+  // Sum of one kind of work over live agents and the leftovers of disposed ones.
+  const inFlight = (kind: WorkKind, only?: Iterable<AgentWork>): number => {
+    for (const work of lingering) if (work.idle) lingering.delete(work);
+    const works = only ? [...only] : [...[...records.values()].map((r) => r.work), ...lingering];
+    return works.reduce((n, work) => n + work.count(kind), 0);
+  };
+
+  return {
+    create(agentOptions) {
+      if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the agent service was disposed');
+      const { sessionId, wake, maxWakes, onTurn, onNotice } = resolveAgentOptions(agentOptions);
+      const n = ++published;
+      const record: AgentRecord = {
+        publication: `agent:${sessionId}:${n}`,
+        routerId: `router:${sessionId}:${n}`,
+        sessionId,
+        lease: owners.agent(), // O1: a fresh token for every publication, also for a reused sessionId
+        onTurn,
+        onNotice,
+        work: new AgentWork(timers),
+      };
+      record.agent = agentFacade(record, () => disposeAgent(record));
+      records.set(record.publication, record);
+      system.send({
+        type: 'PUBLISH',
+        agent: { publication: record.publication, sessionId, wake, maxWakes },
+        router: { id: record.routerId, publication: record.publication, windowMs: quietWindowMs },
+      });
+      const { agents, routers } = system.getSnapshot().context;
+      const actor = agents[record.publication];
+      const router = routers[record.routerId];
+      if (actor === undefined || router === undefined) {
+        records.delete(record.publication);
+        record.lease.retire();
+        throw new Error('agents: create() was called inside an agent-system transition (e.g. an inspector)');
+      }
+      record.actor = actor;
+      record.router = router;
+      return record.agent;
+    },
+
+    stats() {
+      const { context, children } = system.getSnapshot();
+      return {
+        agents: records.size,
+        actors: Object.keys(children).length,
+        turns: inFlight('turn'),
+        abandonedTurns: inFlight('turn', lingering),
+        listeners: counts.listeners,
+        queued: Object.values(context.routers).reduce((n, router) => {
+          const snapshot = router.getSnapshot();
+          return n + (snapshot.status === 'active' ? snapshot.context.pending.length : 0);
+        }, 0),
+        deliveries: inFlight('delivery'),
+        timers: clock.live + timers.timers,
+        waiters: teardowns,
+        errors: inFlight('error'),
+      };
+    },
+
+    dispose() {
+      disposing ??= (async () => {
+        system.send({ type: 'CLOSE' });
+        await Promise.all([...records.values()].map(disposeAgent));
+        system.stop();
+      })();
+      return disposing;
+    },
+  };
+}

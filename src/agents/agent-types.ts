@@ -1,0 +1,197 @@
+import type { InspectionEvent } from 'xstate';
+import type { InboxItem, TurnReason, WakePolicy } from '../../machines/agent.js';
+import type { JobInfo, JobService } from '../jobs/job-types.js';
+import type { OwnerRegistry } from '../owners/owner-registry.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { Clock } from './agent-clock.js';
+
+export type { InboxItem, TurnReason, WakePolicy } from '../../machines/agent.js';
+
+/** `retired` covers teardown in progress: from `dispose()` on, the agent accepts nothing. */
+export type AgentPhase = 'idle' | 'running' | 'retired';
+
+/** A coalesced completion notice as the router delivers it (W1): the final facts of its jobs. */
+export interface Notice {
+  readonly jobs: readonly JobInfo[];
+}
+
+/** The inbox as one turn sees it. */
+export interface TurnInbox {
+  /**
+   * Takes everything pending for this step, in arrival order: user input and notices that
+   * started the turn or arrived since the last claim (W2). Claimed user input resets the
+   * wake budget (W5). Throws `OWNER_RETIRED` once the agent is being disposed and
+   * `INVALID_ARGUMENT` when this turn is over (a later turn owns the inbox).
+   */
+  claim(): InboxItem[];
+  /** How many items `claim()` would take now. */
+  readonly pending: number;
+}
+
+/**
+ * One turn of an agent, handed to the orchestrator's `onTurn` driver.
+ *
+ * @example
+ * ```ts
+ * async function onTurn(turn: Turn) {
+ *   for (let items = turn.inbox.claim(); items.length > 0 && !turn.signal.aborted; items = turn.inbox.claim()) {
+ *     await llmStep(items); // tools run with turn.agent.owner
+ *   }
+ * }
+ * ```
+ */
+export interface Turn {
+  readonly agent: Agent;
+  /** 1, 2, … per agent publication. */
+  readonly number: number;
+  /** What started it: user input, or a notice that woke the agent (W3). */
+  readonly reason: TurnReason;
+  /** Aborted when the agent is disposed mid-turn (D1); the driver should return soon after. */
+  readonly signal: AbortSignal;
+  readonly inbox: TurnInbox;
+}
+
+/**
+ * What `create` needs. `onTurn` is the orchestrator's driver (its LLM loop): a turn ends
+ * when its promise settles; a throw or rejection is reported on the error path and the
+ * agent goes back to `idle`.
+ */
+export interface AgentOptions {
+  readonly sessionId: string;
+  /** W3/W4; default `'wakeup'`. */
+  readonly wake?: WakePolicy;
+  /** W3: consecutive wakes before notices stop waking; default 3 (0 = never wake). */
+  readonly maxWakes?: number;
+  onTurn(turn: Turn): void | Promise<void>;
+  /**
+   * The notice sender (optional): called with each coalesced notice before it enters the
+   * inbox, e.g. to record it in a transcript. A throw or rejection fails that delivery: the
+   * notice is not queued, not retried, and the failure goes to the error path (W1).
+   */
+  onNotice?(notice: Notice): void | Promise<void>;
+}
+
+/** A snapshot of one agent's machine, for operators and tests. */
+export interface AgentStatus {
+  readonly phase: AgentPhase;
+  readonly turns: number;
+  /** Consecutive wakes since user input was last claimed (W3, W5). */
+  readonly wakes: number;
+  readonly maxWakes: number;
+  readonly wake: WakePolicy;
+  /** Items waiting to start or be claimed by a turn (`nextTurn`) … */
+  readonly pendingTurn: number;
+  /** … and items injected into the next step without waking (`nextStep`). */
+  readonly pendingStep: number;
+}
+
+/**
+ * One agent publication. `owner` is its capability for tools and services (O1): a fresh
+ * token per publication, never serialized (`toJSON` leaves it out).
+ *
+ * @example
+ * ```ts
+ * const agent = agents.create({ sessionId: 's1', onTurn: drive });
+ * await rt.shell.background(agent.owner, { command: 'npm test' }); // a notice wakes the agent later
+ * agent.say('and then lint it');
+ * await agent.dispose(); // D1
+ * ```
+ */
+export interface Agent {
+  /** The publication's system id, `agent:<sessionId>:<n>`. */
+  readonly id: string;
+  readonly sessionId: string;
+  readonly owner: AgentOwnerToken;
+  readonly phase: AgentPhase;
+  /** User-authored input: starts a turn when idle, else lands in the next step (W2). `OWNER_RETIRED` after dispose. */
+  say(text: string): void;
+  status(): AgentStatus;
+  /**
+   * D1: retire the owner, abort the running turn, detach the router, drain the owner's
+   * resources (in reverse start order), then wait for the turn, deliveries and error
+   * publication (each bounded by `turnGraceMs`). Idempotent. From inside `onTurn`, call it
+   * and return rather than await it: teardown waits for that very turn to settle.
+   */
+  dispose(): Promise<void>;
+}
+
+/** Where an agent-side failure happened. */
+export type AgentErrorStage = 'turn' | 'delivery' | 'subscribe' | 'drain' | 'teardown';
+
+/** The error path (W1): called once per failure, outside any machine transition. */
+export type AgentErrorReporter = (
+  error: unknown,
+  where: {
+    readonly agent: string;
+    readonly sessionId: string;
+    readonly stage: AgentErrorStage;
+    readonly jobIds?: readonly string[];
+  },
+) => void | Promise<void>;
+
+/** A service whose per-owner resources an agent's teardown drains (terminals, …). */
+export interface Drainable {
+  drainOwner(owner: AgentOwnerToken): Promise<void>;
+}
+
+/** Options of `createAgentService`. */
+export interface AgentServiceOptions {
+  readonly owners: OwnerRegistry;
+  readonly jobs: JobService;
+  /**
+   * Services started after `jobs`, in start order (e.g. `[terminals]`). D1 drains them in
+   * reverse start order: the last of these first, `jobs` last.
+   */
+  readonly drainables?: readonly Drainable[];
+  /** W1 quiet window in ms; default 50. */
+  readonly quietWindowMs?: number;
+  /** D1: how long teardown waits for an aborted turn to settle; default 5,000 ms. */
+  readonly turnGraceMs?: number;
+  /** XState inspector for the agent system (root `tether.agents`). */
+  readonly inspect?: (event: InspectionEvent) => void;
+  /** Default: a process warning (`TETHER_AGENT`). */
+  readonly onError?: AgentErrorReporter;
+  /** The agent system's clock (quiet windows); default the real one. Tests may inject `SimulatedClock`. */
+  readonly clock?: Clock;
+}
+
+/** Live resources of the agent service; all zero when it is quiescent (D3). */
+export interface AgentServiceStats {
+  /** Agent publications not yet fully torn down. */
+  readonly agents: number;
+  /** Agent and router actors alive in the agent system. */
+  readonly actors: number;
+  /** `onTurn` calls not yet settled (including those that outlived their agent's teardown). */
+  readonly turns: number;
+  /** Of `turns`: turns that outlived `turnGraceMs` at teardown and are still pending. */
+  readonly abandonedTurns: number;
+  /** Completion listeners the routers hold on the job service. */
+  readonly listeners: number;
+  /** Completions claimed by a router and waiting for their quiet window. */
+  readonly queued: number;
+  /** Notices being delivered. */
+  readonly deliveries: number;
+  /** Armed timers: quiet windows and teardown deadlines. */
+  readonly timers: number;
+  /** Agent teardowns in progress. */
+  readonly waiters: number;
+  /** Error publications in flight. */
+  readonly errors: number;
+}
+
+/**
+ * `rt.agents` (SPEC sections 6, 7).
+ *
+ * @example
+ * ```ts
+ * const agents = createAgentService({ owners, jobs });
+ * const agent = agents.create({ sessionId: 's1', onTurn });
+ * await agents.dispose(); // D2: every agent torn down, stats all zero
+ * ```
+ */
+export interface AgentService {
+  create(options: AgentOptions): Agent;
+  stats(): AgentServiceStats;
+  /** D2: D1 for every agent, then the actor system stops. Idempotent. */
+  dispose(): Promise<void>;
+}

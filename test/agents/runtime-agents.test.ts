@@ -1,0 +1,63 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createRuntime, type InboxItem, type Runtime, TetherError } from '../../src/index.js';
+import { treeIdPrefix } from '../../src/subprocess/marker.js';
+import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+
+let rt: Runtime;
+beforeEach(async () => {
+  rt = await createRuntime({ limits: { cleanupGraceMs: 200 } });
+});
+afterEach(async () => {
+  await rt.dispose();
+});
+
+const code = (err: unknown) => (err instanceof TetherError ? err.code : String(err));
+
+describe('rt.agents (composition root)', () => {
+  it('W3: a background job started by an agent wakes it when it completes', async () => {
+    const seen: InboxItem[] = [];
+    let woke!: () => void;
+    const woken = new Promise<void>((resolve) => {
+      woke = resolve;
+    });
+    const agent = rt.agents.create({
+      sessionId: 's1',
+      onTurn: async (turn) => {
+        const items = turn.inbox.claim();
+        seen.push(...items);
+        if (turn.reason === 'user') await rt.shell.background(agent.owner, { command: 'echo built; exit 2' });
+        if (items.some((i) => i.kind === 'notice')) woke();
+      },
+    });
+    agent.say('build it');
+    await woken;
+    const notice = seen.find((i) => i.kind === 'notice');
+    expect(notice?.kind === 'notice' && notice.jobs[0]).toMatchObject({ state: 'failed', exitCode: 2 });
+    await agent.dispose();
+  });
+
+  it('D1: agent.dispose retires the owner and drains its terminals and jobs to verified-dead trees', async () => {
+    const agent = rt.agents.create({ sessionId: 's2', onTurn: () => {} });
+    const t = await rt.terminals.open(agent.owner);
+    await rt.terminals.execute(agent.owner, t.id, 'sleep 1000 & setsid sleep 1000 &');
+    await rt.shell.background(agent.owner, { command: 'sleep 1000' });
+    await agent.dispose();
+    expect(agent.phase).toBe('retired');
+    expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
+    expect(await rt.terminals.list(agent.owner).catch(code)).toBe('OWNER_RETIRED');
+    expect(await rt.jobs.list(agent.owner).catch(code)).toBe('OWNER_RETIRED');
+    expect(rt.terminals.stats().open).toBe(0);
+  });
+
+  it('D2: rt.dispose ends every agent, job, terminal and worker', async () => {
+    for (const sessionId of ['a', 'b']) {
+      const agent = rt.agents.create({ sessionId, onTurn: () => {} });
+      await rt.terminals.open(agent.owner);
+      await rt.shell.background(agent.owner, { command: 'sleep 1000' });
+    }
+    await rt.dispose();
+    expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
+    expect(rt.agents.stats()).toMatchObject({ agents: 0, timers: 0, turns: 0, deliveries: 0 });
+    expect(rt.terminals.stats()).toEqual({ open: 0, busy: 0, hostAlive: false });
+  });
+});

@@ -1,0 +1,268 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  createActor,
+  type EventFromLogic,
+  fromCallback,
+  fromPromise,
+  initialTransition,
+  SimulatedClock,
+  type SnapshotFrom,
+  transition,
+} from 'xstate';
+import { getShortestPaths, type StatePath } from 'xstate/graph';
+import {
+  completionRouterMachine,
+  type RouterMachineEvent,
+  type RouterMachineInput,
+} from '../../machines/completion-router.js';
+import { subscribeCompletions } from '../../src/agents/agent-delivery.js';
+import type { AgentRecord } from '../../src/agents/agent-record.js';
+import type { JobExit, JobInfo, JobSpec } from '../../src/jobs/job-types.js';
+import { type JobHarness, jobHarness } from '../support/job-harness.js';
+
+type RouterSnapshot = SnapshotFrom<typeof completionRouterMachine>;
+type RouterEvent = EventFromLogic<typeof completionRouterMachine>;
+type Step = { readonly event: RouterEvent; readonly prev: RouterSnapshot; readonly next: RouterSnapshot };
+
+const input: RouterMachineInput = { id: 'router:graph:1', publication: 'agent:graph:1', windowMs: 50 };
+const info = (id: string) =>
+  ({ id, kind: 'manual', label: id, state: 'succeeded', isTerminal: true }) as JobInfo;
+const completed = (id: string): RouterEvent => ({ type: 'COMPLETED', job: info(id) });
+const windowClosed = {
+  type: completionRouterMachine.getStateNodeById('router.listening.collecting').after[0]!.eventType,
+} as unknown as RouterEvent;
+const delivered = {
+  type: 'xstate.done.actor.deliver',
+  actorId: 'deliver',
+  output: undefined,
+} as unknown as RouterEvent;
+const deliveryFailed = {
+  type: 'xstate.error.actor.deliver',
+  actorId: 'deliver',
+  error: new Error('sender down'),
+} as unknown as RouterEvent;
+const sourceFailed = {
+  type: 'xstate.error.actor.completions',
+  actorId: 'completions',
+  error: new Error('gone'),
+} as unknown as RouterEvent;
+
+// What can happen in each state; `source` adds the subscription failing (not producible for real later on).
+const eventsOf =
+  (source: boolean) =>
+  (s: RouterSnapshot): RouterEvent[] => {
+    const base = [
+      completed('a'),
+      completed('b'),
+      { type: 'CLOSE' } as const,
+      ...(source ? [sourceFailed] : []),
+    ];
+    if (s.matches({ listening: 'collecting' })) return [...base, windowClosed];
+    if (s.matches({ listening: 'delivering' })) return [...base, delivered, deliveryFailed];
+    return base;
+  };
+const ids = (jobs: readonly JobInfo[]) => jobs.map((j) => j.id);
+const serialize = (s: RouterSnapshot) =>
+  JSON.stringify([
+    s.value,
+    s.context.claimed,
+    ids(s.context.pending),
+    ids(s.context.batch),
+    s.context.delivered > 0,
+    s.context.failed > 0,
+  ]);
+const pathsOf = (source: boolean) =>
+  getShortestPaths(completionRouterMachine, {
+    input,
+    events: eventsOf(source),
+    serializeState: serialize,
+    filterEvents: (s) => s.status === 'active',
+  });
+
+// A path's events replayed from the real initial snapshot (a path's steps are representatives).
+function replay(path: StatePath<RouterSnapshot, RouterEvent>, source: boolean): Step[] {
+  let [prev] = initialTransition(completionRouterMachine, input);
+  const steps: Step[] = [];
+  for (const { event } of path.steps.slice(1)) {
+    if (!eventsOf(source)(prev).some((e) => e.type === event.type) || prev.status !== 'active') break;
+    const [next] = transition(completionRouterMachine, prev, event);
+    steps.push({ event, prev, next });
+    prev = next;
+  }
+  return steps;
+}
+
+// Invariants of every reachable snapshot and step (SPEC W1, D1).
+function check({ event, prev, next }: Step, handed: string[]): void {
+  const at = `${JSON.stringify(prev.value)} --${event.type}--> ${JSON.stringify(next.value)}`;
+  const { claimed, pending, batch } = next.context;
+  expect(new Set(claimed).size, at).toBe(claimed.length); // claimed at most once
+  for (const id of [...ids(pending), ...ids(batch)]) expect(claimed, at).toContain(id);
+  expect(
+    ids(pending).filter((id) => ids(batch).includes(id)),
+    at,
+  ).toEqual([]);
+  if (next.matches({ listening: 'quiet' })) expect(pending, at).toEqual([]);
+  if (next.matches({ listening: 'collecting' })) expect(pending.length, at).toBeGreaterThan(0);
+  if (next.matches({ listening: 'delivering' })) expect(batch.length, at).toBeGreaterThan(0);
+  if (!prev.matches({ listening: 'delivering' }) && next.matches({ listening: 'delivering' }))
+    handed.push(...ids(batch));
+  expect(new Set(handed).size, at).toBe(handed.length); // each completion handed to deliver at most once
+  if (event.type === 'COMPLETED' && prev.context.claimed.includes(event.job.id))
+    expect(next.context, at).toEqual(prev.context);
+  if (event === deliveryFailed) {
+    expect(next.context.delivered, at).toBe(prev.context.delivered); // never faked as delivered
+    expect(next.context.failed, at).toBe(prev.context.failed + 1);
+  }
+  if (next.status === 'done') {
+    expect(next.value, at).toBe('closed');
+    // (Child error events cannot arrive: leaving `listening` stopped the children.)
+    for (const e of eventsOf(false)(next))
+      expect(transition(completionRouterMachine, next, e)[0], e.type).toBe(next);
+  }
+}
+
+describe('machines/completion-router', () => {
+  it('W1: every reachable state keeps the claim ledger, the window and at-most-once delivery', () => {
+    const paths = pathsOf(true);
+    expect(paths.length).toBeGreaterThan(20);
+    const values = new Set<string>();
+    for (const path of paths) {
+      const handed: string[] = [];
+      for (const step of replay(path, true)) {
+        check(step, handed);
+        values.add(JSON.stringify(step.next.value));
+      }
+    }
+    expect(values).toEqual(
+      new Set([
+        '{"listening":"quiet"}',
+        '{"listening":"collecting"}',
+        '{"listening":"delivering"}',
+        '"closed"',
+      ]),
+    );
+  });
+
+  it('W1: a failed delivery runs the error path (emit + report) and no retry', () => {
+    let [s] = initialTransition(completionRouterMachine, input);
+    [s] = transition(completionRouterMachine, s, completed('a'));
+    [s] = transition(completionRouterMachine, s, windowClosed);
+    const [after, actions] = transition(completionRouterMachine, s, deliveryFailed);
+    expect(after.value).toEqual({ listening: 'quiet' });
+    expect(actions.map((a) => a.type)).toEqual(
+      expect.arrayContaining(['xstate.emit', 'reportDeliveryFailure']),
+    );
+    expect(transition(completionRouterMachine, after, completed('a'))[0].context).toEqual(after.context);
+  });
+});
+
+// Longest replayed runs: every shorter one is a prefix of one of them.
+function maximal(runs: Step[][]): Step[][] {
+  const keys = runs.map((run) =>
+    run.map((s) => JSON.stringify(s.event.type === 'COMPLETED' ? s.event.job.id : s.event.type)).join('>'),
+  );
+  return runs.filter(
+    (run, i) =>
+      run.length > 0 &&
+      !keys.some((k, j) => j !== i && (k.startsWith(`${keys[i]}>`) || (k === keys[i] && j < i))),
+  );
+}
+
+// A job the test completes by hand, through the real job service.
+function manualJob(): { spec: JobSpec; finish(): void } {
+  let finish!: (exit: JobExit) => void;
+  const done = new Promise<JobExit>((resolve) => {
+    finish = resolve;
+  });
+  return {
+    spec: { kind: 'manual', label: 'manual', run: () => ({ cancel: () => {}, done }) },
+    finish: () => finish({ exitCode: 0, signal: null }),
+  };
+}
+
+describe('machines/completion-router driven for real along the shortest paths', () => {
+  let jh: JobHarness;
+  afterAll(async () => {
+    await jh?.close();
+  });
+  const runs = maximal(pathsOf(false).map((p) => replay(p, false)));
+  const name = (run: Step[]) =>
+    run
+      .map((s) =>
+        s.event.type === 'COMPLETED'
+          ? `COMPLETED(${s.event.job.id})`
+          : s.event.type.replace(/^xstate\.|\.router\..*$/g, ''),
+      )
+      .join(' → ');
+
+  it.each(runs.map((run, i) => [`#${i + 1}: ${name(run)}`, run] as const))(
+    'W1: the real router over the job service follows %s',
+    async (_name, run) => {
+      jh ??= jobHarness();
+      const lease = jh.owners.agent();
+      const jobs = { a: manualJob(), b: manualJob() };
+      const real: Record<string, string> = {};
+      for (const [name, job] of Object.entries(jobs))
+        real[name] = (await jh.jobs.start(lease.token, job.spec)).id;
+      const clock = new SimulatedClock();
+      let delivery: { resolve(): void; reject(e: unknown): void } | undefined;
+      const counts = { listeners: 0 };
+      const router = createActor(
+        completionRouterMachine.provide({
+          actors: {
+            completions: fromCallback<RouterMachineEvent, { readonly publication: string }>(({ sendBack }) =>
+              subscribeCompletions(jh.jobs, { lease } as unknown as AgentRecord, counts, (job) =>
+                sendBack({ type: 'COMPLETED', job }),
+              ),
+            ),
+            deliver: fromPromise(
+              () => new Promise<void>((resolve, reject) => (delivery = { resolve, reject })),
+            ),
+          },
+        }),
+        { input, clock },
+      ).start();
+      const finished = new Set<string>();
+      for (const { event, next } of run) {
+        if (event.type === 'COMPLETED' && !finished.has(event.job.id)) {
+          finished.add(event.job.id);
+          jobs[event.job.id as 'a' | 'b'].finish(); // a real completion through the service's subscription
+        } else if (event.type === 'COMPLETED') {
+          router.send({ type: 'COMPLETED', job: { ...info(real[event.job.id]!) } }); // a repeat: the ledger refuses it
+        } else if (event === windowClosed) clock.increment(input.windowMs);
+        else if (event === delivered) delivery!.resolve();
+        else if (event === deliveryFailed) delivery!.reject(new Error('sender down'));
+        else router.send(event);
+        const want = JSON.stringify([
+          next.value,
+          next.context.claimed.map((id) => real[id]),
+          ids(next.context.pending).map((id) => real[id]),
+          ids(next.context.batch).map((id) => real[id]),
+          next.context.delivered,
+          next.context.failed,
+        ]);
+        const shown = () => {
+          const s = router.getSnapshot();
+          return JSON.stringify([
+            s.value,
+            s.context.claimed,
+            ids(s.context.pending),
+            ids(s.context.batch),
+            s.context.delivered,
+            s.context.failed,
+          ]);
+        };
+        for (let i = 0; shown() !== want; i++) {
+          if (i > 6_000) throw new Error(`${event.type}: ${shown()} ≠ ${want}`);
+          await sleep(5);
+        }
+      }
+      if (router.getSnapshot().status === 'active') router.send({ type: 'CLOSE' });
+      expect(counts.listeners).toBe(0); // D1: leaving `listening` detached the job-service listener
+      for (const job of Object.values(jobs)) job.finish();
+      await jh.jobs.drainOwner(lease.token);
+    },
+  );
+});

@@ -1,0 +1,235 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Agent, Turn } from '../../src/agents/agent-types.js';
+import { treeIdPrefix } from '../../src/subprocess/marker.js';
+import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { type AgentHarness, agentHarness, noticeJobIds, QUIESCENT } from '../agents/agent-harness.js';
+
+// Model-based teardown property (D1–D3, W1, O1) over random sequences of agent and job
+// operations with real processes. Each run is a fresh runtime, so the count is modest for
+// CI: NUM_RUNS runs of up to MAX_COMMANDS commands (TETHER_PROPERTY_RUNS=200 for a soak).
+const NUM_RUNS = Number(process.env.TETHER_PROPERTY_RUNS ?? 20);
+const MAX_COMMANDS = 20;
+const LIMIT = 3;
+
+type Behaviour = 'claim' | 'linger' | 'throw' | 'hold';
+interface ModelAgent {
+  readonly sessionId: string;
+  disposed: boolean;
+  jobs: number;
+}
+interface Model {
+  readonly agents: ModelAgent[];
+  serviceDisposed: boolean;
+}
+interface Real {
+  readonly h: AgentHarness;
+  readonly agents: Agent[];
+  readonly jobIds: Set<string>[];
+  /** Job ids every agent saw in claimed notices, with counts (at most once each, W1/J6). */
+  readonly claimed: Map<string, number>[];
+  /** Every promise handed out (by the runtime, and the drivers' turns): all must settle. */
+  readonly promises: { readonly label: string; settled: boolean }[];
+}
+type Cmd = fc.AsyncCommand<Model, Real>;
+
+function track(r: Real, label: string, promise: Promise<unknown>): Promise<unknown> {
+  const entry = { label, settled: false };
+  r.promises.push(entry);
+  const done = () => {
+    entry.settled = true;
+  };
+  promise.then(done, done);
+  return promise;
+}
+
+// A driver that behaves as `behaviour` says; every turn honours its abort signal.
+function driver(r: Real, index: number, behaviour: Behaviour): (turn: Turn) => Promise<void> {
+  const take = (turn: Turn) => {
+    for (const id of noticeJobIds(turn.inbox.claim())) {
+      expect(r.jobIds[index], `agent ${index} was told about a job it does not own`).toContain(id); // J3
+      r.claimed[index]!.set(id, (r.claimed[index]!.get(id) ?? 0) + 1);
+    }
+  };
+  return (turn) => {
+    const work = (async () => {
+      take(turn);
+      if (behaviour === 'throw') throw new Error('driver failed');
+      if (behaviour === 'linger') await sleep(15, undefined, { signal: turn.signal }).catch(() => {});
+      if (behaviour === 'hold')
+        await new Promise((resolve) => turn.signal.addEventListener('abort', resolve, { once: true }));
+      if (!turn.signal.aborted) take(turn);
+    })();
+    track(r, `turn ${turn.agent.id}#${turn.number}`, work);
+    return work;
+  };
+}
+
+const create = (session: number, wake: 'wakeup' | 'quiet', maxWakes: number, behaviour: Behaviour): Cmd => ({
+  check: () => true,
+  async run(m, r) {
+    const sessionId = `s${session}`;
+    const onTurn = driver(r, m.agents.length, behaviour);
+    if (m.serviceDisposed) {
+      expect(() => r.h.agents.create({ sessionId, wake, maxWakes, onTurn })).toThrow(
+        expect.objectContaining({ code: 'RUNTIME_DISPOSED' }),
+      );
+      return;
+    }
+    const agent = r.h.agents.create({ sessionId, wake, maxWakes, onTurn });
+    for (const other of r.agents) expect(agent.owner).not.toBe(other.owner); // O1, also for a reused sessionId
+    m.agents.push({ sessionId, disposed: false, jobs: 0 });
+    r.agents.push(agent);
+    r.jobIds.push(new Set());
+    r.claimed.push(new Map());
+  },
+  toString: () => `create(s${session}, ${wake}, ${maxWakes}, ${behaviour})`,
+});
+
+const start = (n: number, kind: 'hold' | 'quick', exitCode: number): Cmd => ({
+  check: (m) => m.agents.length > 0,
+  async run(m, r) {
+    const index = n % m.agents.length;
+    const model = m.agents[index]!;
+    const command = kind === 'hold' ? 'exec sleep 300' : `exit ${exitCode}`;
+    try {
+      const info = await track(r, `start ${command}`, r.h.background(r.agents[index]!, command));
+      expect(model.disposed).toBe(false);
+      r.jobIds[index]!.add((info as { id: string }).id);
+      model.jobs++;
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (model.disposed) expect(code, String(error)).toBe('OWNER_RETIRED');
+      else {
+        expect(code, String(error)).toBe('JOB_LIMIT');
+        expect(model.jobs).toBeGreaterThanOrEqual(LIMIT);
+      }
+    }
+  },
+  toString: () => `start(#${n}, ${kind}, ${exitCode})`,
+});
+
+const kill = (n: number, j: number): Cmd => ({
+  check: (m) => m.agents.some((a) => a.jobs > 0),
+  async run(m, r) {
+    const index = n % m.agents.length;
+    const ids = [...r.jobIds[index]!];
+    if (ids.length === 0) return;
+    const promise = r.h.jobs.kill(r.agents[index]!.owner, ids[j % ids.length]!);
+    track(r, 'kill', promise);
+    if (m.agents[index]!.disposed) await expect(promise).rejects.toMatchObject({ code: 'OWNER_RETIRED' });
+    else expect(['requested', 'already_stopped']).toContain(await promise);
+  },
+  toString: () => `kill(#${n}, job ${j})`,
+});
+
+const complete = (n: number, j: number, timeoutMs: number): Cmd => ({
+  check: (m) => m.agents.some((a) => a.jobs > 0 && !a.disposed),
+  async run(m, r) {
+    const index = n % m.agents.length;
+    const ids = [...r.jobIds[index]!];
+    if (ids.length === 0 || m.agents[index]!.disposed) return;
+    await track(r, 'wait', r.h.jobs.wait(r.agents[index]!.owner, ids[j % ids.length]!, timeoutMs));
+  },
+  toString: () => `complete(#${n}, job ${j}, ${timeoutMs} ms)`,
+});
+
+const say = (n: number): Cmd => ({
+  check: (m) => m.agents.length > 0,
+  async run(m, r) {
+    const index = n % m.agents.length;
+    if (m.agents[index]!.disposed)
+      expect(() => r.agents[index]!.say('hi')).toThrow(expect.objectContaining({ code: 'OWNER_RETIRED' }));
+    else r.agents[index]!.say('hi');
+  },
+  toString: () => `say(#${n})`,
+});
+
+const disposeAgent = (n: number, wait: boolean): Cmd => ({
+  check: (m) => m.agents.length > 0,
+  async run(m, r) {
+    const index = n % m.agents.length;
+    const agent = r.agents[index]!;
+    m.agents[index]!.disposed = true;
+    const disposing = track(r, `dispose ${agent.id}`, agent.dispose());
+    expect(agent.phase).toBe('retired');
+    if (!wait) return;
+    await disposing;
+    await expect(r.h.jobs.list(agent.owner)).rejects.toMatchObject({ code: 'OWNER_RETIRED' });
+  },
+  toString: () => `disposeAgent(#${n}, ${wait ? 'awaited' : 'not awaited'})`,
+});
+
+const disposeAll = (wait: boolean): Cmd => ({
+  check: () => true,
+  async run(m, r) {
+    m.serviceDisposed = true;
+    for (const agent of m.agents) agent.disposed = true;
+    const disposing = track(r, 'dispose all', r.h.agents.dispose());
+    if (wait) await disposing;
+  },
+  toString: () => `disposeAll(${wait ? 'awaited' : 'not awaited'})`,
+});
+
+const createArb = fc
+  .tuple(
+    fc.nat(2),
+    fc.constantFrom('wakeup', 'quiet' as const),
+    fc.nat(3),
+    fc.constantFrom<Behaviour>('claim', 'linger', 'throw', 'hold'),
+  )
+  .map(([s, w, k, b]) => create(s, w, k, b));
+const startArb = fc
+  .tuple(fc.nat(), fc.constantFrom('hold', 'quick' as const), fc.constantFrom(0, 1))
+  .map(([n, k, c]) => start(n, k, c));
+// Weighted so that runs do work before they tear down: starts and completions are common,
+// disposing an agent less so, disposing the whole service rare.
+const commands = [
+  fc.oneof(
+    { arbitrary: createArb, weight: 2 },
+    { arbitrary: startArb, weight: 6 },
+    { arbitrary: fc.tuple(fc.nat(), fc.nat()).map(([n, j]) => kill(n, j)), weight: 3 },
+    {
+      arbitrary: fc
+        .tuple(fc.nat(), fc.nat(), fc.constantFrom(0, 20, 200))
+        .map(([n, j, t]) => complete(n, j, t)),
+      weight: 3,
+    },
+    { arbitrary: fc.nat().map(say), weight: 3 },
+    { arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([n, w]) => disposeAgent(n, w)), weight: 2 },
+    { arbitrary: fc.boolean().map(disposeAll), weight: 1 },
+  ),
+];
+
+describe('teardown (model-based)', () => {
+  it('D1–D3: random agent/job/dispose sequences end quiescent — no process, timer, listener, turn or pending promise', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(createArb, { minLength: 1, maxLength: 3 }),
+        fc.commands(commands, { maxCommands: MAX_COMMANDS, size: 'max' }),
+        fc.integer({ min: 1, max: 30 }),
+        async (initial, cmds, windowMs) => {
+          const h = agentHarness(
+            { quietWindowMs: windowMs, turnGraceMs: 5_000 },
+            { maxRunningPerOwner: LIMIT },
+          );
+          const real: Real = { h, agents: [], jobIds: [], claimed: [], promises: [] };
+          const model: Model = { agents: [], serviceDisposed: false };
+          try {
+            for (const cmd of initial) await cmd.run(model, real);
+            await fc.asyncModelRun(() => ({ model, real }), cmds);
+          } finally {
+            await h.close(); // D2 for agents, then jobs; asserts stats are all zero (D3)
+            expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
+            await sleep(0);
+            expect(real.promises.filter((p) => !p.settled).map((p) => p.label)).toEqual([]);
+          }
+          for (const counts of real.claimed) for (const [id, n] of counts) expect(n, id).toBe(1);
+          expect(h.agents.stats()).toEqual(QUIESCENT);
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    );
+  });
+});
