@@ -24,7 +24,8 @@ async function jobRead(rt, lease, command) {
   let dropped = 0;
   let cursor = 0;
   for (;;) {
-    const page = await rt.jobs.read(lease.token, info.id, cursor, 4 * 2 ** 20);
+    // Pages about the size of a pipe read: a page that spans many chunks costs a join.
+    const page = await rt.jobs.read(lease.token, info.id, cursor, 65_536);
     chars += page.text.length;
     dropped += page.dropped;
     cursor = page.cursor;
