@@ -14,7 +14,8 @@
  */
 export class TailBuffer {
   readonly #capChars: number;
-  readonly #ring: Uint8Array;
+  readonly #max: number;
+  #ring: Uint8Array;
   #start = 0;
   #length = 0;
   #total = 0;
@@ -23,7 +24,9 @@ export class TailBuffer {
     this.#capChars = capChars;
     // A UTF-16 code unit never takes more than 3 bytes (4-byte sequences are 2 units), and an
     // invalid byte decodes to one unit: 3 bytes per unit plus one partial sequence is enough.
-    this.#ring = new Uint8Array(capChars * 3 + 3);
+    this.#max = capChars * 3 + 3;
+    // Most outputs are short: the ring grows to its full size only when it has to.
+    this.#ring = new Uint8Array(Math.min(this.#max, 4096));
   }
 
   /** Bytes pushed so far. */
@@ -33,6 +36,20 @@ export class TailBuffer {
 
   push(chunk: Uint8Array): void {
     this.#total += chunk.length;
+    if (this.#ring.length < this.#max) {
+      // Still growing: bytes sit in order from index 0, nothing has wrapped yet.
+      const need = this.#length + chunk.length;
+      if (need > this.#ring.length) {
+        const grown = new Uint8Array(Math.min(this.#max, Math.max(need, this.#ring.length * 2)));
+        grown.set(this.#ring.subarray(0, this.#length));
+        this.#ring = grown;
+      }
+      if (need <= this.#ring.length) {
+        this.#ring.set(chunk, this.#length);
+        this.#length = need;
+        return;
+      }
+    }
     const size = this.#ring.length;
     const source = chunk.length > size ? chunk.subarray(chunk.length - size) : chunk;
     let end = (this.#start + this.#length) % size;

@@ -24,6 +24,9 @@ export interface ShellDeps {
   readonly lifetime: AbortSignal;
 }
 
+// Aborting with a fixed reason: `abort()` alone builds a DOMException every call.
+const SETTLED = new Error('command settled');
+
 /** What a model needs from a non-interactive shell: no pager, no colours, no prompts (C1). */
 export const NON_INTERACTIVE_ENV: Readonly<Record<string, string>> = {
   TERM: 'dumb',
@@ -100,7 +103,7 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
 
   try {
     const exit = await child.exited;
-    stop.abort();
+    stop.abort(SETTLED);
     const drainTimedOut = !(await closedWithin(capture, defaults.drainMs));
     // The shell is gone; whatever it left behind is an orphan of a one-shot command.
     const verdict = await child.kill();
@@ -117,22 +120,24 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
       durationMs: performance.now() - started,
     };
   } finally {
-    stop.abort();
+    stop.abort(SETTLED);
     req.signal?.removeEventListener('abort', onAbort);
     deps.lifetime.removeEventListener('abort', onAbort);
   }
 }
 
-// True when every stdio stream closed within `ms`; the wait is cancelled either way.
+// True when every stdio stream closed within `ms`; the timer is cleared either way.
 async function closedWithin(capture: OutputCapture, ms: number): Promise<boolean> {
-  const timer = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
       capture.closed.then(() => true),
-      sleep(ms, false, { signal: timer.signal }).catch(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(resolve, ms, false);
+      }),
     ]);
   } finally {
-    timer.abort();
+    clearTimeout(timer);
   }
 }
 

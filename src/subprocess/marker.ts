@@ -7,9 +7,13 @@ import { randomBytes } from 'node:crypto';
  */
 export const TREE_MARKER_ENV = 'TETHER_TREE';
 
-/** `<host pid>.<random>`: the prefix lets a host find every tree it started (tests, operators). */
+// Tree ids only need to be unique, not secret: one random part per process, then a counter.
+const processPart = randomBytes(6).toString('base64url');
+let sequence = 0;
+
+/** `<host pid>.<random>.<n>`: the prefix lets a host find every tree it started (tests, operators). */
 export function newTreeId(): string {
-  return `${treeIdPrefix()}${randomBytes(9).toString('base64url')}`;
+  return `${treeIdPrefix()}${processPart}.${++sequence}`;
 }
 
 /** The prefix shared by every tree id this Node process hands out. */

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import treeKill from 'tree-kill';
 import { isDeadState, signalIdentity } from './identity.js';
 import { type PidMark, pidsSince } from './pid-mark.js';
-import { hasProcfs, listPids, type ProcStat } from './proc.js';
+import { hasProcfs, type ProcStat } from './proc.js';
 import {
   currentProcSnapshotSeq,
   type ProcSnapshot,
@@ -134,12 +134,15 @@ export async function killProcessTree(target: TreeTarget, opts: TreeKillOptions)
       members = membersIn(snap, target);
     }
   } finally {
-    ac.abort();
+    ac.abort(SETTLED);
   }
   const stuck = members.filter((s) => s.state === 'D').map((s) => s.pid);
   const escaped = members.filter((s) => s.state !== 'D').map((s) => s.pid);
   return { status: 'escaped', proof: 'proc', killed: sent.processes.size, escaped, stuck };
 }
+
+// Aborting with a fixed reason: `abort()` alone builds a DOMException every call.
+const SETTLED = new Error('tree kill settled');
 
 /** Pids a private bounded sweep may read; more, and the shared full scan is cheaper. */
 const BOUNDED_SWEEP_MAX = 64;
@@ -152,8 +155,9 @@ function boundedSweep(target: TreeTarget): ProcSnapshot | null {
   // A wide range means many processes started meanwhile (hundreds of concurrent trees):
   // one shared full scan per tick is then cheaper than a private scan per tree.
   if (range === null || range.length > BOUNDED_SWEEP_MAX) return null;
-  const listed = new Set(listPids()); // threads have pids too, but are not listed
-  const snap = scanPidsSnapshot(range.filter((pid) => listed.has(pid)));
+  // Thread ids share the range; a thread shows its process's group, session and env, so it
+  // is a member exactly when its process is, and any member sends us to the full scan.
+  const snap = scanPidsSnapshot(range);
   return membersIn(snap, target).length === 0 ? snap : null;
 }
 
@@ -210,7 +214,7 @@ export async function killTreeWithPs(target: TreeTarget, opts: TreeKillOptions):
       if (!treeAlive()) return { status: 'quiescent', proof: 'ps', killed: 1 };
     }
   } finally {
-    ac.abort();
+    ac.abort(SETTLED);
   }
   return { status: 'escaped', proof: 'ps', killed: 1, escaped: [pid], stuck: [] };
 }

@@ -80,7 +80,7 @@ describe('rt.shell.run', () => {
         command: 'echo "[$TETHER_TEST_API_KEY][$OVERLAY][$PAGER][$TETHER_TREE]"',
         env: { OVERLAY: 'set', PAGER: undefined },
       });
-      expect(result.output).toMatch(/^\[\]\[set\]\[\]\[\d+\.[\w-]+\]\n$/);
+      expect(result.output).toMatch(/^\[\]\[set\]\[\]\[\d+\.[\w.-]+\]\n$/);
     } finally {
       delete process.env.TETHER_TEST_API_KEY;
       delete process.env.TETHER_TEST_PLAIN;
