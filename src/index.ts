@@ -58,3 +58,15 @@ export type {
   TerminalSignal,
   WaitReason,
 } from './terminals/terminal-types.js';
+export { bindTools, createToolRegistry, DEFAULT_OUTPUT_BUDGET_CHARS } from './tools/tool-registry.js';
+export type {
+  OwnerTools,
+  ToolCallOptions,
+  ToolDescriptor,
+  ToolErrorCode,
+  ToolInputSchema,
+  ToolRegistry,
+  ToolRegistryOptions,
+  ToolResult,
+  ToolRuntime,
+} from './tools/tool-types.js';

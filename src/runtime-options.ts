@@ -4,6 +4,7 @@ import type { InspectionEvent } from 'xstate';
 import { assertArgument } from './errors.js';
 import type { EnvPolicy } from './subprocess/env.js';
 import type { SubprocessProvider } from './subprocess/types.js';
+import type { ToolRegistryOptions } from './tools/tool-types.js';
 
 /**
  * Everything `createRuntime` can be told. Every field is optional; defaults are listed.
@@ -25,6 +26,8 @@ export interface RuntimeOptions {
    * function that logs them offline. Off by default.
    */
   readonly inspect?: (event: InspectionEvent) => void;
+  /** The model tools (`rt.tools`, `agent.tools`): `persistentBash`, `outputBudgetChars`. */
+  readonly tools?: ToolRegistryOptions;
   readonly limits?: {
     /** Characters of output kept in a shell result; default 30,000. */
     readonly outputCapChars?: number;
@@ -50,6 +53,7 @@ export interface ResolvedOptions {
   readonly shell: string;
   readonly env: EnvPolicy;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
+  readonly tools: ToolRegistryOptions;
   readonly outputCapChars: number;
   readonly cleanupGraceMs: number;
   readonly drainMs: number;
@@ -70,6 +74,7 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     shell: options.shell ?? '/bin/bash',
     env: options.env ?? {},
     inspect: options.inspect,
+    tools: options.tools ?? {},
     outputCapChars: limits.outputCapChars ?? 30_000,
     cleanupGraceMs: limits.cleanupGraceMs ?? 2_000,
     drainMs: limits.drainMs ?? 500,

@@ -14,6 +14,8 @@ import { createLocalProvider } from './subprocess/local-provider.js';
 import { createPersistentBash, type PersistentBash } from './terminals/persistent-bash.js';
 import { createTerminalService } from './terminals/terminal-service.js';
 import type { TerminalService } from './terminals/terminal-types.js';
+import { bindTools, createToolRegistry } from './tools/tool-registry.js';
+import type { ToolRegistry } from './tools/tool-types.js';
 
 /** `rt.shell`: one-shot commands (SPEC section 2). */
 export interface ShellService {
@@ -39,6 +41,8 @@ export interface Runtime {
   readonly terminals: TerminalService;
   /** One hidden terminal per owner behind a one-shot-like call (SPEC section 8). */
   readonly persistentBash: PersistentBash;
+  /** The model tools (SPEC section 8); `agent.tools` binds them to an agent's owner (O3). */
+  readonly tools: ToolRegistry;
   readonly owners: OwnerService;
   /** Agents with completion routing and wake budgets (SPEC section 6). */
   readonly agents: Pick<AgentService, 'create' | 'stats'>;
@@ -79,13 +83,6 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     maxPerOwner: opts.maxTerminalsPerOwner,
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
-  // Agents drain their terminals, then their jobs (reverse start order, D1).
-  const agents = createAgentService({
-    owners,
-    jobs,
-    drainables: [terminals],
-    ...(opts.inspect ? { inspect: opts.inspect } : {}),
-  });
   const inFlight = new Set<Promise<unknown>>();
   const lifetime = new AbortController();
   let disposing: Promise<void> | null = null;
@@ -116,21 +113,34 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     },
   };
 
-  return {
-    shell: {
-      run: (req) => track(() => runShell(shellDeps, req)),
-      background: (owner, req) =>
-        track(() =>
-          jobs.start(
-            owner,
-            shellJobSpec(shellDeps, req),
-            req?.signal !== undefined ? { signal: req.signal } : {},
-          ),
+  const shell: ShellService = {
+    run: (req) => track(() => runShell(shellDeps, req)),
+    background: (owner, req) =>
+      track(() =>
+        jobs.start(
+          owner,
+          shellJobSpec(shellDeps, req),
+          req?.signal !== undefined ? { signal: req.signal } : {},
         ),
-    },
+      ),
+  };
+  const persistentBash = createPersistentBash(terminals);
+  const tools = createToolRegistry({ shell, jobs, terminals, persistentBash }, opts.tools);
+  // Agents drain their terminals, then their jobs (reverse start order, D1).
+  const agents = createAgentService({
+    owners,
+    jobs,
+    drainables: [terminals],
+    tools: (owner) => bindTools(tools, owner),
+    ...(opts.inspect ? { inspect: opts.inspect } : {}),
+  });
+
+  return {
+    shell,
     jobs,
     terminals,
-    persistentBash: createPersistentBash(terminals),
+    persistentBash,
+    tools,
     owners: { host: () => owners.host() },
     agents: { create: (o) => agents.create(o), stats: () => agents.stats() },
     dispose() {

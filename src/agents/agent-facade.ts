@@ -1,6 +1,7 @@
 import type { SnapshotFrom } from 'xstate';
 import type { agentMachine } from '../../machines/agent.js';
 import { assertArgument, TetherError } from '../errors.js';
+import type { OwnerTools } from '../tools/tool-types.js';
 import type { AgentRecord } from './agent-record.js';
 import type { Agent, AgentPhase, AgentStatus } from './agent-types.js';
 
@@ -25,16 +26,17 @@ export function phaseOf(snapshot: SnapshotFrom<typeof agentMachine>): AgentPhase
  *
  * @example
  * ```ts
- * const agent = agentFacade(record, () => disposeAgent(record));
+ * const agent = agentFacade(record, () => disposeAgent(record), bindTools(registry, record.lease.token));
  * agent.say('run the tests');
  * ```
  */
-export function agentFacade(record: AgentRecord, dispose: () => Promise<void>): Agent {
+export function agentFacade(record: AgentRecord, dispose: () => Promise<void>, tools: OwnerTools): Agent {
   const snapshot = () => record.actor!.getSnapshot();
   const agent: Agent & { toJSON(): unknown } = {
     id: record.publication,
     sessionId: record.sessionId,
     owner: record.lease.token,
+    tools,
     get phase() {
       return phaseOf(snapshot());
     },

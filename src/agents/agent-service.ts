@@ -1,5 +1,6 @@
 import { toPromise } from 'xstate';
 import { TetherError } from '../errors.js';
+import type { OwnerTools } from '../tools/tool-types.js';
 import { resolveAgentOptions, resolveServiceOptions } from './agent-args.js';
 import { countingClock } from './agent-clock.js';
 import { deliverNotice, type ListenerCount, subscribeCompletions } from './agent-delivery.js';
@@ -10,6 +11,16 @@ import { tearDown } from './agent-teardown.js';
 import { runTurn } from './agent-turn.js';
 import type { AgentErrorStage, AgentService, AgentServiceOptions } from './agent-types.js';
 import { AgentWork, type WorkKind, type WorkTimers } from './agent-work.js';
+
+// Without a tool registry (the agent service used on its own), every call says so.
+const NO_TOOLS: OwnerTools = {
+  list: () => [],
+  call: async (name) => ({
+    ok: false,
+    code: 'TOOL_NOT_FOUND',
+    text: `no tool '${name}': this agent service was created without tools (createRuntime provides them)`,
+  }),
+};
 
 export type * from './agent-types.js';
 
@@ -122,7 +133,8 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
         onNotice,
         work: new AgentWork(timers),
       };
-      record.agent = agentFacade(record, () => disposeAgent(record));
+      const tools = options.tools?.(record.lease.token) ?? NO_TOOLS;
+      record.agent = agentFacade(record, () => disposeAgent(record), tools);
       records.set(record.publication, record);
       system.send({
         type: 'PUBLISH',

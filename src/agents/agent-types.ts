@@ -3,6 +3,7 @@ import type { InboxItem, TurnReason, WakePolicy } from '../../machines/agent.js'
 import type { JobInfo, JobService } from '../jobs/job-types.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { OwnerTools } from '../tools/tool-types.js';
 import type { Clock } from './agent-clock.js';
 
 export type { InboxItem, TurnReason, WakePolicy } from '../../machines/agent.js';
@@ -103,6 +104,11 @@ export interface Agent {
   readonly sessionId: string;
   readonly owner: AgentOwnerToken;
   readonly phase: AgentPhase;
+  /**
+   * The model tools with this agent as the trusted owner (O3): arguments can never name an
+   * owner, and after `dispose` every call fails closed with `OWNER_RETIRED`.
+   */
+  readonly tools: OwnerTools;
   /** User-authored input: starts a turn when idle, else lands in the next step (W2). `OWNER_RETIRED` after dispose. */
   say(text: string): void;
   status(): AgentStatus;
@@ -153,6 +159,8 @@ export interface AgentServiceOptions {
   readonly onError?: AgentErrorReporter;
   /** The agent system's clock (quiet windows); default the real one. Tests may inject `SimulatedClock`. */
   readonly clock?: Clock;
+  /** Binds the model tools to an agent's owner (the composition root passes the registry's `bindTools`). */
+  readonly tools?: (owner: AgentOwnerToken) => OwnerTools;
 }
 
 /** Live resources of the agent service; all zero when it is quiescent (D3). */

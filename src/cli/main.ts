@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+import { demoCommand } from './demo-command.js';
+import { mcpCommand } from './mcp-command.js';
 import { runCommand } from './run-command.js';
 import { USAGE, UsageError } from './usage.js';
 
@@ -6,8 +8,12 @@ import { USAGE, UsageError } from './usage.js';
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
+    case 'demo':
+      return demoCommand(rest);
     case 'run':
       return runCommand(rest);
+    case 'mcp':
+      return mcpCommand(rest);
     case undefined:
     case '-h':
     case '--help':

@@ -6,7 +6,9 @@ export class UsageError extends Error {
 export const USAGE = `tether: process execution for AI agents that never hangs, orphans or loses a byte.
 
 Usage:
+  tether demo [--inspect <file>]         watch two agents use jobs, a terminal and wake-ups
   tether run [options] -- <command...>   run one shell command through the runtime
+  tether mcp [options]                   serve the tools to an MCP client over stdio
   tether --help                          this text
 
 Run 'tether <command> --help' for a command's options.
@@ -26,4 +28,19 @@ Options:
   -h, --help        this text
 
 Exit status: the command's exit code; 124 on timeout; 130 when cancelled; 128+N when killed by signal N.
+`;
+
+export const DEMO_USAGE = `Usage: tether demo [--inspect <file>]
+
+Two agents with scripted drivers show the runtime's guarantees on a live timeline:
+background jobs that succeed, fail and are killed; a terminal question answered once the
+program is proven to wait on stdin; a completion that wakes an idle agent; and a teardown
+that reports verified quiescence (no process, timer, turn or worker left).
+
+Options:
+  --inspect <file>  write every XState inspection event to <file>, one JSON object per line
+                    (offline: Stately's web inspector needs a network)
+  -h, --help        this text
+
+Exit status: 0 when the teardown was verified quiescent, 1 otherwise.
 `;

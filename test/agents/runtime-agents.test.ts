@@ -60,4 +60,16 @@ describe('rt.agents (composition root)', () => {
     expect(rt.agents.stats()).toMatchObject({ agents: 0, timers: 0, turns: 0, deliveries: 0 });
     expect(rt.terminals.stats()).toEqual({ open: 0, busy: 0, hostAlive: false });
   });
+
+  it('O3: agent.tools run with the agent as the trusted owner and fail closed after dispose', async () => {
+    const agent = rt.agents.create({ sessionId: 'tools', onTurn: () => {} });
+    const ran = await agent.tools.call('bash', { command: 'echo from-tool', run_in_background: true });
+    expect(ran.ok).toBe(true);
+    const [job] = await rt.jobs.list(agent.owner);
+    expect(job?.label).toBe('echo from-tool');
+    const named = await agent.tools.call('job_list', { owner: 'someone-else' });
+    expect(named).toMatchObject({ ok: false, code: 'INVALID_ARGUMENT' });
+    await agent.dispose();
+    expect(await agent.tools.call('job_list', {})).toMatchObject({ ok: false, code: 'OWNER_RETIRED' });
+  });
 });

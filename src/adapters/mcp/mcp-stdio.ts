@@ -1,0 +1,117 @@
+import type { Readable, Writable } from 'node:stream';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createRuntime } from '../../runtime.js';
+import type { RuntimeOptions } from '../../runtime-options.js';
+import { bindTools, createToolRegistry, DEFAULT_OUTPUT_BUDGET_CHARS } from '../../tools/tool-registry.js';
+import { createMcpServer } from './mcp-server.js';
+
+/** Options of `serveMcpOverStdio`. */
+export interface McpStdioOptions {
+  readonly runtime?: RuntimeOptions;
+  /** `bash` runs in a hidden persistent terminal (SPEC section 8). Default `false`. */
+  readonly persistentBash?: boolean;
+  readonly outputBudgetChars?: number;
+  /** Reported to the client as the server's version. */
+  readonly version?: string;
+  /** Protocol in; default `process.stdin`. */
+  readonly input?: Readable;
+  /** Protocol out (nothing else is ever written here); default `process.stdout`. */
+  readonly output?: Writable;
+  /** Diagnostics, one line each; default: written to stderr. */
+  readonly log?: (line: string) => void;
+}
+
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * Serves the tools to one MCP client over stdio until it disconnects, then stops everything
+ * that client started and resolves. The connection is one owner (a host lease, O2); on
+ * disconnect (stdin ends, the transport closes, stdout breaks, or SIGINT/SIGTERM/SIGHUP) the
+ * owner is retired, its terminals and jobs are drained to verified-dead trees (D1), and the
+ * runtime is disposed to quiescence (D2). `clean` is false when a teardown step failed.
+ *
+ * @example
+ * ```ts
+ * // the body of `tether mcp`
+ * const { clean } = await serveMcpOverStdio({ persistentBash: false });
+ * process.exitCode = clean ? 0 : 1;
+ * ```
+ */
+export async function serveMcpOverStdio(options: McpStdioOptions = {}): Promise<{ clean: boolean }> {
+  const input = options.input ?? process.stdin;
+  const output = options.output ?? process.stdout;
+  const log = options.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const outputBudgetChars = options.outputBudgetChars ?? DEFAULT_OUTPUT_BUDGET_CHARS;
+
+  const rt = await createRuntime(options.runtime);
+  const lease = rt.owners.host();
+  const registry = createToolRegistry(rt, {
+    outputBudgetChars,
+    ...(options.persistentBash !== undefined ? { persistentBash: options.persistentBash } : {}),
+  });
+  const { server, stopNotices } = createMcpServer({
+    tools: bindTools(registry, lease.token),
+    jobs: rt.jobs,
+    owner: lease.token,
+    outputBudgetChars,
+    version: options.version ?? '0.0.0',
+    onError: (err) => log(`tether mcp: could not send a notice: ${String(err)}`),
+  });
+
+  // Acquire and release together: every way the connection can end is registered before connect.
+  const ended = new AbortController();
+  let why = '';
+  const end = (reason: string) => () => {
+    if (ended.signal.aborted) return;
+    why = reason;
+    ended.abort();
+  };
+  const onEnd = end('the client closed stdin');
+  const onOutputError = end('stdout broke');
+  const onSignal = Object.fromEntries(STOP_SIGNALS.map((s) => [s, end(`received ${s}`)]));
+  input.once('end', onEnd);
+  input.once('close', onEnd);
+  output.on('error', onOutputError);
+  for (const s of STOP_SIGNALS) process.once(s, onSignal[s]!);
+  server.onclose = end('the transport closed');
+  server.onerror = (err) => log(`tether mcp: protocol error: ${err.message}`);
+  const stopped = new Promise<void>((resolve) => ended.signal.addEventListener('abort', () => resolve()));
+
+  const steps: boolean[] = [];
+  try {
+    await server.connect(new StdioServerTransport(input, output));
+    await stopped;
+    log(`tether mcp: ${why}; stopping everything this client started`);
+  } finally {
+    // D1 for the connection's owner, then D2 for the runtime; each step runs even if one fails.
+    lease.retire();
+    stopNotices();
+    steps.push(await step(log, 'closing the protocol', () => server.close())); // aborts calls in flight
+    steps.push(await step(log, 'closing terminals', () => rt.terminals.drainOwner(lease.token)));
+    steps.push(await step(log, 'stopping jobs', () => rt.jobs.drainOwner(lease.token)));
+    steps.push(await step(log, 'disposing the runtime', () => rt.dispose()));
+    input.off('end', onEnd);
+    input.off('close', onEnd);
+    output.off('error', onOutputError);
+    for (const s of STOP_SIGNALS) process.off(s, onSignal[s]!);
+    input.destroy(); // a signal ended us while stdin was still open: let the event loop go
+  }
+  const clean = steps.every(Boolean);
+  log(
+    clean
+      ? 'tether mcp: stopped; nothing it started is still running'
+      : 'tether mcp: stopped with errors (above)',
+  );
+  return { clean };
+}
+
+// One teardown step: a failure is reported and the next step still runs.
+async function step(log: (line: string) => void, what: string, work: () => Promise<void>): Promise<boolean> {
+  try {
+    await work();
+    return true;
+  } catch (err) {
+    log(`tether mcp: failed ${what}: ${err instanceof Error ? err.message : String(err)}`);
+    return false;
+  }
+}
