@@ -13,7 +13,7 @@ import { SHELL_RC } from './shell-protocol.js';
 import { executeInTerminal } from './terminal-execute.js';
 import { TerminalRecord } from './terminal-record.js';
 import { proofBeforeInput, waitForReason } from './terminal-send.js';
-import type { TerminalOpenOptions, TerminalService, TerminalSignal } from './terminal-types.js';
+import { TERMINAL_SIGNALS, type TerminalOpenOptions, type TerminalService } from './terminal-types.js';
 
 export interface TerminalServiceOptions {
   readonly owners: OwnerRegistry;
@@ -33,15 +33,6 @@ export interface TerminalServiceOptions {
 }
 
 const ENDED_KEPT = 256;
-const SIGNALS: readonly TerminalSignal[] = [
-  'SIGINT',
-  'SIGQUIT',
-  'SIGTSTP',
-  'SIGCONT',
-  'SIGTERM',
-  'SIGKILL',
-  'SIGHUP',
-];
 
 /**
  * Creates the terminal service (SPEC section 4): every terminal is an actor of the terminal
@@ -247,8 +238,8 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     async signal(owner, id, signal) {
       const record = lookup(owner, id);
       assertArgument(
-        SIGNALS.includes(signal),
-        `signal must be one of ${SIGNALS.join(', ')}, got ${String(signal)}`,
+        (TERMINAL_SIGNALS as readonly string[]).includes(signal),
+        `signal must be one of ${TERMINAL_SIGNALS.join(', ')}, got ${String(signal)}`,
       );
       if (!record.pty.signal(signal, 'foreground')) {
         throw new TetherError('TERMINAL_CLOSED', `terminal '${id}' has no live foreground process to signal`);

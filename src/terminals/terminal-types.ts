@@ -8,7 +8,16 @@ import type { AgentOwnerToken } from '../owners/owner-token.js';
 export type WaitReason = 'stdin_read' | 'inferred_idle' | 'timeout' | 'session_exit';
 
 /** Signals a terminal's foreground process group can be sent (T8). */
-export type TerminalSignal = 'SIGINT' | 'SIGQUIT' | 'SIGTSTP' | 'SIGCONT' | 'SIGTERM' | 'SIGKILL' | 'SIGHUP';
+export const TERMINAL_SIGNALS = [
+  'SIGINT',
+  'SIGQUIT',
+  'SIGTSTP',
+  'SIGCONT',
+  'SIGTERM',
+  'SIGKILL',
+  'SIGHUP',
+] as const;
+export type TerminalSignal = (typeof TERMINAL_SIGNALS)[number];
 
 /** A terminal as its owner sees it. `state` is the terminal machine's state. */
 export interface TerminalInfo {

@@ -1,18 +1,8 @@
-import type { TerminalSignal } from '../terminals/terminal-types.js';
+import { TERMINAL_SIGNALS, type TerminalSignal } from '../terminals/terminal-types.js';
 import { terminalId, terminalIoTools } from './terminal-io-tools.js';
 import { describeTerminal } from './terminal-text.js';
 import { defineTool, objectSchema } from './tool-schema.js';
 import type { ToolDefinition } from './tool-types.js';
-
-const SIGNALS: readonly TerminalSignal[] = [
-  'SIGINT',
-  'SIGQUIT',
-  'SIGTSTP',
-  'SIGCONT',
-  'SIGTERM',
-  'SIGKILL',
-  'SIGHUP',
-];
 
 const terminalOpen = defineTool<{ cwd?: string; cols?: number; rows?: number }>({
   name: 'terminal_open',
@@ -62,7 +52,7 @@ Then look at what happened with terminal_read, or terminal_send with empty input
   inputSchema: objectSchema(
     {
       terminal_id: terminalId,
-      signal: { type: 'string', enum: SIGNALS, description: 'Which signal; usually SIGINT.' },
+      signal: { type: 'string', enum: TERMINAL_SIGNALS, description: 'Which signal; usually SIGINT.' },
     },
     ['terminal_id', 'signal'],
   ),
