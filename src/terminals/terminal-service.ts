@@ -8,6 +8,7 @@ import { assertArgument, TetherError } from '../errors.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import { type EnvPolicy, sanitizeEnv } from '../subprocess/env.js';
+import { signalForeground } from './foreground-signal.js';
 import { createPtyHost, type PtyHost, type PtyOpenSpec } from './pty-host.js';
 import { SHELL_RC } from './shell-protocol.js';
 import { executeInTerminal } from './terminal-execute.js';
@@ -241,7 +242,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         (TERMINAL_SIGNALS as readonly string[]).includes(signal),
         `signal must be one of ${TERMINAL_SIGNALS.join(', ')}, got ${String(signal)}`,
       );
-      if (!record.pty.signal(signal, 'foreground')) {
+      if (!(await signalForeground(record.pty, signal))) {
         throw new TetherError('TERMINAL_CLOSED', `terminal '${id}' has no live foreground process to signal`);
       }
     },
