@@ -53,6 +53,7 @@ export type {
   TerminalCommandResult,
   TerminalInfo,
   TerminalOpenOptions,
+  TerminalScreen,
   TerminalSendResult,
   TerminalService,
   TerminalSignal,

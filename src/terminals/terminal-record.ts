@@ -3,6 +3,7 @@ import type { terminalMachine } from '../../machines/terminal.js';
 import { RetainedOutput } from '../output/retained-output.js';
 import { MarkerFilter } from './marker-filter.js';
 import type { PtyOpenSpec, PtySession } from './pty-host.js';
+import { ScreenTail } from './screen.js';
 import type { TerminalInfo } from './terminal-types.js';
 
 /**
@@ -20,6 +21,8 @@ export class TerminalRecord {
   #pty: PtySession;
   #unsubscribe: () => void;
   readonly #filter = new MarkerFilter();
+  /** Recent raw output for `screen` (independent of the read cursor). */
+  readonly screenTail = new ScreenTail();
   /** Set while `execute` owns the shell's fate (an exit then means "restart", not "closed"). */
   executing = false;
   /** Resolves when the terminal's actor reached `closed` (its tree was swept). */
@@ -88,6 +91,10 @@ export class TerminalRecord {
   }
 
   #attach(pty: PtySession): () => void {
-    return pty.onData((text) => this.output.append(this.#filter.push(text)));
+    return pty.onData((text) => {
+      const visible = this.#filter.push(text);
+      this.output.append(visible);
+      this.screenTail.push(visible);
+    });
   }
 }

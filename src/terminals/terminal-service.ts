@@ -10,6 +10,7 @@ import type { AgentOwnerToken } from '../owners/owner-token.js';
 import { type EnvPolicy, sanitizeEnv } from '../subprocess/env.js';
 import { signalForeground } from './foreground-signal.js';
 import { createPtyHost, type PtyHost, type PtyOpenSpec } from './pty-host.js';
+import { renderScreen } from './screen.js';
 import { SHELL_RC } from './shell-protocol.js';
 import { executeInTerminal } from './terminal-execute.js';
 import { TerminalRecord } from './terminal-record.js';
@@ -234,6 +235,11 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
       );
       const page = record.output.read(cursor, maxChars);
       return { text: page.text, cursor: page.cursor, lossy: page.lossy };
+    },
+
+    async screen(owner, id) {
+      const record = lookup(owner, id, true);
+      return renderScreen(record.screenTail.text(), record.spec.cols, record.spec.rows);
     },
 
     async signal(owner, id, signal) {

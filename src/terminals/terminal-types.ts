@@ -1,4 +1,7 @@
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { TerminalScreen } from './screen.js';
+
+export type { TerminalScreen } from './screen.js';
 
 /**
  * Why `send` returned (T5): `stdin_read` = proven that the foreground process group waits for
@@ -100,6 +103,11 @@ export interface TerminalService {
     opts?: { timeoutMs?: number },
   ): Promise<TerminalCommandResult>;
   read(owner: AgentOwnerToken, id: string, cursor: number, maxChars?: number): Promise<TerminalChunk>;
+  /**
+   * The terminal's screen as a person sees it, rendered by a headless xterm from the recent
+   * output: no escape sequences, overwritten text resolved. Does not move the read cursor.
+   */
+  screen(owner: AgentOwnerToken, id: string): Promise<TerminalScreen>;
   signal(owner: AgentOwnerToken, id: string, signal: TerminalSignal): Promise<void>;
   close(owner: AgentOwnerToken, id: string): Promise<void>;
   list(owner: AgentOwnerToken): Promise<TerminalInfo[]>;

@@ -62,10 +62,16 @@ To run a command, end it with "\\n" (Enter). Control keys are characters: "\\u00
   },
 });
 
-const terminalRead = defineTool<{ terminal_id: string; cursor?: number; max_chars?: number }>({
+const terminalRead = defineTool<{
+  terminal_id: string;
+  cursor?: number;
+  max_chars?: number;
+  screen?: boolean;
+}>({
   name: 'terminal_read',
   description: `Reads a terminal's output that arrived since your last terminal_send or terminal_read of it, without typing anything.
-Use it to poll a program that is still running. Reading consumes: the next read continues after it.`,
+Use it to poll a program that is still running. Reading consumes: the next read continues after it.
+With screen: true it instead shows the current screen as a person sees it (best for full-screen programs like less, vim, top); that does not consume output.`,
   inputSchema: objectSchema(
     {
       terminal_id: terminalId,
@@ -79,10 +85,23 @@ Use it to poll a program that is still running. Reading consumes: the next read 
         minimum: 1,
         description: 'At most this many characters (capped by the output budget).',
       },
+      screen: {
+        type: 'boolean',
+        description:
+          'true: return the rendered screen (rows of text, cursor position) instead of new output.',
+      },
     },
     ['terminal_id'],
   ),
   async run(ctx, args) {
+    if (args.screen) {
+      const screen = await ctx.rt.terminals.screen(ctx.owner, args.terminal_id);
+      const { row, col } = screen.cursor;
+      return {
+        text: `${withNewline(screen.text) || '(the screen is empty)\n'}[screen ${screen.cols}x${screen.rows}, cursor at row ${row + 1}, column ${col + 1}]`,
+        data: { ...screen },
+      };
+    }
     const key = `term:${args.terminal_id}`;
     const cursor = args.cursor ?? ctx.cursors.get(key) ?? 0;
     const maxChars = Math.min(args.max_chars ?? ctx.budget, ctx.budget - FACTS_RESERVE);

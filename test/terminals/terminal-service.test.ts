@@ -173,6 +173,23 @@ describe('rt.terminals', () => {
     expect(quit.waitReason).toBe('stdin_read');
   });
 
+  it('T3: screen renders what a person sees: overwrites resolved, no escape sequences, full-screen programs', async () => {
+    const t = await rt.terminals.open(owner, { cols: 80, rows: 24 });
+    await rt.terminals.execute(owner, t.id, 'printf "abc\\rX\\n"; printf "\\033[31mred\\033[0m\\n"');
+    const plain = await rt.terminals.screen(owner, t.id);
+    expect(plain.text).toContain('Xbc\nred');
+    expect(plain.text).not.toContain('\x1b');
+    expect(plain).toMatchObject({ cols: 80, rows: 24 });
+    const file = join(tmpdir(), `tether-screen-${process.pid}.txt`);
+    writeFileSync(file, Array.from({ length: 200 }, (_, i) => `row ${i}`).join('\n'));
+    await sendUntil(t.id, `less ${file}\n`, /row 0/);
+    const paged = await rt.terminals.screen(owner, t.id);
+    expect(paged.text.split('\n')[0]).toBe('row 0');
+    expect(paged.text).toContain('row 22');
+    expect(paged.text).not.toContain('row 30');
+    await rt.terminals.send(owner, t.id, 'q');
+  });
+
   it('T4: close leaves nothing alive: background, nohup, setsid and SIGHUP-ignoring children', async () => {
     const t = await rt.terminals.open(owner);
     await rt.terminals.execute(

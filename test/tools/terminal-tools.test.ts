@@ -31,6 +31,16 @@ async function openTerminal() {
 }
 
 describe('terminal tools', () => {
+  it('T3, M: terminal_read with screen: true shows the rendered screen and consumes nothing', async () => {
+    const t = await openTerminal();
+    ok(await t.send('printf "abc\\rX\\n\\033[1mbold\\033[0m\\n"\n'));
+    const screen = ok(await h.tools.call(t.owner, 'terminal_read', { terminal_id: t.id, screen: true }));
+    expect(screen.text).toMatch(/^Xbc$/m);
+    expect(screen.text).toMatch(/^bold$/m);
+    expect(screen.text).toMatch(/\[screen 120x40, cursor at row \d+, column \d+\]$/);
+    expect(screen.text).not.toContain('\x1b');
+  });
+
   it('T5, M: a prompt is reported as waiting for input, the answer is taken, state survives (T1)', async () => {
     const t = await openTerminal();
     const asked = ok(await t.send('read -p "name? " n\n'));
