@@ -1,7 +1,7 @@
 import { assign, fromPromise, setup } from 'xstate';
 
-/** Why a terminal is closing or closed: asked to (`close`) or its session ended on its own. */
-export type TerminalEndReason = 'closed' | 'session_exit';
+/** Why a terminal is closing or closed: asked to (`close`), its session ended on its own, or it never opened. */
+export type TerminalEndReason = 'closed' | 'session_exit' | 'open_failed';
 
 /** What a terminal actor is started with: serializable facts only, never tokens (O1). */
 export interface TerminalMachineInput {
@@ -18,6 +18,10 @@ export interface TerminalMachineContext extends TerminalMachineInput {
 }
 
 export type TerminalMachineEvent =
+  /** The PTY and its shell are up. */
+  | { readonly type: 'OPENED' }
+  /** The PTY could not be started: nothing is left to close. */
+  | { readonly type: 'OPEN_FAILED' }
   /** A `send` or `execute` starts (T2: accepted only while idle). */
   | { readonly type: 'BEGIN'; readonly activity: 'send' | 'execute' }
   | { readonly type: 'END' }
@@ -27,9 +31,16 @@ export type TerminalMachineEvent =
   /** The terminal's process ended by itself. */
   | { readonly type: 'SESSION_EXIT' };
 
+// Closing and a session exit end a live terminal the same way, idle or busy (T4).
+const ending = {
+  CLOSE: { target: 'closing', actions: { type: 'endBecause', params: { reason: 'closed' } } },
+  SESSION_EXIT: { target: 'closing', actions: { type: 'endBecause', params: { reason: 'session_exit' } } },
+} as const;
+
 /**
- * One terminal's lifecycle (SPEC T2, T4): `idle` ⇄ `busy` (one send or execute in flight) →
- * `closing` → `closed`, and a session exit from any live state goes to `closing` too.
+ * One terminal's lifecycle (SPEC T2, T4): `opening` → `idle` ⇄ `busy` (one send or execute in
+ * flight) → `closing` → `closed`, and a session exit from any live state goes to `closing` too.
+ * A failed open goes straight to `closed`: there is no process to sweep.
  *
  * - T2 is the shape of the machine: `BEGIN` is only accepted in `idle`, so
  *   `snapshot.can({ type: 'BEGIN' })` is false while busy and the service answers
@@ -68,10 +79,17 @@ export const terminalMachine = setup({
 }).createMachine({
   id: 'terminal',
   context: ({ input }) => ({ ...input, activity: null, endReason: null, resets: 0 }),
-  initial: 'idle',
+  initial: 'opening',
   states: {
+    opening: {
+      on: {
+        OPENED: 'idle',
+        OPEN_FAILED: { target: 'closed', actions: { type: 'endBecause', params: { reason: 'open_failed' } } },
+      },
+    },
     idle: {
       on: {
+        ...ending,
         BEGIN: {
           target: 'busy',
           actions: { type: 'begin', params: ({ event }) => ({ activity: event.activity }) },
@@ -80,6 +98,7 @@ export const terminalMachine = setup({
     },
     busy: {
       on: {
+        ...ending,
         END: { target: 'idle', actions: 'end' },
         SHELL_RESET: { actions: 'countReset' },
       },
@@ -94,18 +113,6 @@ export const terminalMachine = setup({
       },
     },
     closed: { type: 'final' },
-  },
-  on: {
-    CLOSE: {
-      guard: ({ context }) => context.endReason === null,
-      target: '.closing',
-      actions: { type: 'endBecause', params: { reason: 'closed' } },
-    },
-    SESSION_EXIT: {
-      guard: ({ context }) => context.endReason === null,
-      target: '.closing',
-      actions: { type: 'endBecause', params: { reason: 'session_exit' } },
-    },
   },
   output: ({ context }) => ({ terminalId: context.terminalId, endReason: context.endReason }),
 });

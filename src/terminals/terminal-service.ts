@@ -9,7 +9,7 @@ import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import { type EnvPolicy, sanitizeEnv } from '../subprocess/env.js';
 import { signalForeground } from './foreground-signal.js';
-import { createPtyHost, type PtyHost, type PtyOpenSpec } from './pty-host.js';
+import { createPtyHost, type PtyHost, type PtyOpenSpec, type PtySession } from './pty-host.js';
 import { renderScreen } from './screen.js';
 import { SHELL_RC } from './shell-protocol.js';
 import { executeInTerminal } from './terminal-execute.js';
@@ -68,6 +68,8 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
   /** Recently ended terminals, so a late call hears "it ended", not "no such terminal". */
   const ended = new Map<string, { readonly ownerKey: string; readonly reason: string }>();
   let busy = 0;
+  /** Opens in flight per owner: they count against the cap before their PTY exists. */
+  const opening = new Map<string, number>();
   let disposing: Promise<void> | null = null;
 
   const lookup = (owner: AgentOwnerToken, id: string, retiredOk = false): TerminalRecord => {
@@ -126,19 +128,18 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
       const token = owners.assertLive(owner);
       const ownerKey = owners.keyOf(token);
       const spec = openSpec(opts, defaults, rcFile(), options.env);
-      const mine = [...records.values()].filter((r) => r.ownerKey === ownerKey).length;
+      const mine =
+        [...records.values()].filter((r) => r.ownerKey === ownerKey).length + (opening.get(ownerKey) ?? 0);
       if (mine >= maxPerOwner) {
         throw new TetherError(
           'TERMINAL_LIMIT',
           `this owner already has ${mine} open terminals (the limit); close one first`,
         );
       }
-      const pty = await spawnShell(spec);
       const id = `term_${randomBytes(12).toString('base64url')}`;
       let record: TerminalRecord | undefined;
       const closer = fromPromise<void, { readonly terminalId: string }>(async () => {
-        const current = record!.pty;
-        const verdict = await current.kill();
+        const verdict = await record!.pty.kill();
         if (verdict.status !== 'quiescent') {
           process.emitWarning(
             `tether: terminal ${id} left processes it could not kill: ${verdict.escaped.join(', ')}`,
@@ -149,7 +150,17 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         input: { terminalId: id, ownerKey },
         systemId: `terminal:${id}`,
         ...(options.inspect ? { inspect: options.inspect } : {}),
-      });
+      }).start();
+      opening.set(ownerKey, (opening.get(ownerKey) ?? 0) + 1);
+      let pty: PtySession;
+      try {
+        pty = await spawnShell(spec);
+      } catch (err) {
+        actor.send({ type: 'OPEN_FAILED' });
+        throw err;
+      } finally {
+        opening.set(ownerKey, opening.get(ownerKey)! - 1);
+      }
       record = new TerminalRecord({ id, ownerKey, actor, spec, pty, retentionChars, openedAt: Date.now() });
       records.set(id, record);
       void record.closed.then(() => {
@@ -160,7 +171,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         });
         if (ended.size > ENDED_KEPT) ended.delete(ended.keys().next().value!);
       });
-      actor.start();
+      actor.send({ type: 'OPENED' });
       watchExit(record);
       return record.info();
     },

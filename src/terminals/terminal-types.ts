@@ -25,7 +25,7 @@ export type TerminalSignal = (typeof TERMINAL_SIGNALS)[number];
 /** A terminal as its owner sees it. `state` is the terminal machine's state. */
 export interface TerminalInfo {
   readonly id: string;
-  readonly state: 'idle' | 'busy' | 'closing' | 'closed';
+  readonly state: 'opening' | 'idle' | 'busy' | 'closing' | 'closed';
   readonly shell: string;
   readonly cwd: string;
   readonly cols: number;

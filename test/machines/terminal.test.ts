@@ -12,6 +12,8 @@ const closerDone = {
   output: undefined,
 } as unknown as TerminalEvent;
 const events: TerminalEvent[] = [
+  { type: 'OPENED' },
+  { type: 'OPEN_FAILED' },
   { type: 'BEGIN', activity: 'send' },
   { type: 'BEGIN', activity: 'execute' },
   { type: 'END' },
@@ -40,6 +42,12 @@ function checkInvariants(s: TerminalSnapshot): void {
   expect(s.status === 'done').toBe(s.matches('closed'));
   expect(s.context.activity !== null).toBe(s.matches('busy'));
   expect(s.context.endReason !== null).toBe(s.matches('closing') || s.matches('closed'));
+  // Nothing but the outcome of the open is accepted while opening.
+  if (s.matches('opening')) {
+    for (const e of events.filter((e) => e.type !== 'OPENED' && e.type !== 'OPEN_FAILED')) {
+      expect(s.can(e)).toBe(false);
+    }
+  }
   // T2: a second send or execute is never accepted while one is in flight.
   if (s.matches('busy')) {
     expect(s.can({ type: 'BEGIN', activity: 'send' })).toBe(false);
@@ -75,10 +83,20 @@ describe('machines/terminal', () => {
       'T2, T4: %s',
       async (_name, path) => {
         const owner = rt.owners.host().token;
+        if (path.steps.some((step) => step.event.type === 'OPEN_FAILED')) {
+          const failed = await rt.terminals
+            .open(owner, { cwd: '/no/such/dir' })
+            .catch((e: TetherError) => e.code);
+          expect(failed).toBe('CWD_NOT_FOUND');
+          expect(await rt.terminals.list(owner)).toEqual([]);
+          return;
+        }
         const t = await rt.terminals.open(owner);
         let inFlight: Promise<unknown> | null = null;
         for (const { event } of path.steps) {
-          if (event.type === 'BEGIN') {
+          if (event.type === 'OPENED') {
+            // open() above returned: the terminal is open.
+          } else if (event.type === 'BEGIN') {
             // A send that stays in flight: the silence budget is long and output keeps coming.
             const started =
               event.activity === 'send'
