@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { constants } from 'node:os';
 import { dirname, resolve } from 'node:path';
+import type { PtyOpenRequest } from '../src/terminals/pty-protocol.js';
 
 /** The part of node-pty's native unix module we use (node-pty 1.1.0, `src/unix/pty.cc`). */
 interface UnixPtyNative {
@@ -20,15 +21,8 @@ interface UnixPtyNative {
   resize(fd: number, cols: number, rows: number): void;
 }
 
-/** What to fork: `env` is the complete environment as `NAME=value` entries. */
-export interface PtyForkSpec {
-  readonly file: string;
-  readonly args: readonly string[];
-  readonly cwd: string;
-  readonly env: readonly string[];
-  readonly cols: number;
-  readonly rows: number;
-}
+/** What to fork: the open request's parameters (`env` is the complete environment as `NAME=value` entries). */
+export type PtyForkSpec = Omit<PtyOpenRequest, 'type' | 'id'>;
 
 /** A forked leader: the master fd (non-blocking), the leader's pid and the slave's path. */
 export interface ForkedPty {
