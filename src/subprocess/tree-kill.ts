@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import treeKill from 'tree-kill';
 import { isDeadState, signalIdentity } from './identity.js';
-import { type PidMark, pidsSince } from './pid-mark.js';
+import { markPids, type PidMark, pidsSince } from './pid-mark.js';
 import { hasProcfs, type ProcStat } from './proc.js';
 import {
   currentProcSnapshotSeq,
@@ -99,8 +99,16 @@ export async function killProcessTree(target: TreeTarget, opts: TreeKillOptions)
   const pollMs = Math.max(1, opts.pollMs ?? 20);
   const sent: Sent = { processes: new Set(), signals: new Set() };
   const ac = new AbortController();
+  const beforeScan = markPids();
   let snap = boundedSweep(target) ?? (await procSnapshotAfter(currentProcSnapshotSeq()));
   let members = membersIn(snap, target);
+  if (members.length === 0) {
+    // A member that forked and died while the scan read /proc hides its child from that scan:
+    // look at every pid allocated since the scan began (or scan everything once more).
+    const late = pidsSince(beforeScan);
+    snap = late === null ? await procSnapshotAfter(snap.seq) : scanPidsSnapshot(late);
+    members = membersIn(snap, target);
+  }
   let emptyScans = 0;
   // term: TERM + CONT until graceMs; kill: KILL until killDeadlineMs; final: one last scan.
   let phase: 'term' | 'kill' | 'final' = 'term';
