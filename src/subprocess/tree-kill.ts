@@ -118,10 +118,12 @@ export async function killProcessTree(target: TreeTarget, opts: TreeKillOptions)
     for (;;) {
       if (members.length === 0) {
         // A member forking and dying while a scan reads /proc can hide its child from that
-        // one scan: after signalling anything, confirm with a second, later scan.
+        // one scan, and a process in the middle of exec shows no environ (no marker) for a
+        // moment: after signalling anything, confirm with a second scan one poll later.
         emptyScans++;
         if (sent.processes.size === 0 || emptyScans >= 2)
           return { status: 'quiescent', proof: 'proc', killed: sent.processes.size };
+        await sleep(pollMs, undefined, { signal: ac.signal });
       } else {
         emptyScans = 0;
         if (phase === 'final') break;
