@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { JobExit, JobHooks, JobRunContext, JobSpec } from '../jobs/job-types.js';
 import { signalProcessGroup } from '../subprocess/identity.js';
 import type { SubprocessHandle } from '../subprocess/types.js';
-import { NON_INTERACTIVE_ENV, type ShellDeps, validateShellRequest } from './shell-service.js';
+import { closedWithin, NON_INTERACTIVE_ENV, type ShellDeps, validateShellRequest } from './shell-service.js';
 import type { ShellRequest } from './shell-types.js';
 
 /** How long an interrupted job may take to exit on its own before the tree kill (J7). */
@@ -72,10 +72,7 @@ function track(child: SubprocessHandle, ctx: JobRunContext, deps: ShellDeps, tim
   const done = (async (): Promise<JobExit> => {
     const exit = await child.exited;
     deadline.abort();
-    const drained = await Promise.race([
-      closed.then(() => true),
-      sleep(deps.defaults.drainMs, false, { signal: stop.signal }).catch(() => false),
-    ]);
+    const drained = await closedWithin(closed, deps.defaults.drainMs);
     stop.abort();
     const verdict = await child.kill(); // orphans of a finished job are swept too
     if (!drained) for (const s of streams) s.destroy();

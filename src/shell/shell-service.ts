@@ -104,10 +104,10 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
   try {
     const exit = await child.exited;
     stop.abort(SETTLED);
-    const drainTimedOut = !(await closedWithin(capture, defaults.drainMs));
+    const drainTimedOut = !(await closedWithin(capture.closed, defaults.drainMs));
     // The shell is gone; whatever it left behind is an orphan of a one-shot command.
     const verdict = await child.kill();
-    if (drainTimedOut && !(await closedWithin(capture, defaults.drainMs))) capture.detach();
+    if (drainTimedOut && !(await closedWithin(capture.closed, defaults.drainMs))) capture.detach();
     const captured = await capture.finish();
     return {
       exitCode: exit.exitCode,
@@ -126,12 +126,20 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
   }
 }
 
-// True when every stdio stream closed within `ms`; the timer is cleared either way.
-async function closedWithin(capture: OutputCapture, ms: number): Promise<boolean> {
+/**
+ * True when `closed` (a command's stdio closing) settles within `ms`; the timer is cleared
+ * either way. The one drain deadline of `run` and of background shell jobs.
+ *
+ * @example
+ * ```ts
+ * const drainTimedOut = !(await closedWithin(capture.closed, 500));
+ * ```
+ */
+export async function closedWithin(closed: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
-      capture.closed.then(() => true),
+      closed.then(() => true),
       new Promise<boolean>((resolve) => {
         timer = setTimeout(resolve, ms, false);
       }),

@@ -59,8 +59,16 @@ async function spawnLocal(
   return trackChild(child, { treeId, since }, spec);
 }
 
-// Node reports a missing cwd as "spawn <file> ENOENT", which blames the wrong thing: check first.
-function assertDirectory(cwd: string): void {
+/**
+ * Throws CWD_NOT_FOUND unless `cwd` is an existing directory. Node reports a missing cwd as
+ * "spawn <file> ENOENT", which blames the wrong thing, so every spawn path checks first.
+ *
+ * @example
+ * ```ts
+ * assertDirectory(opts.cwd ?? process.cwd());
+ * ```
+ */
+export function assertDirectory(cwd: string): void {
   let isDirectory = false;
   try {
     isDirectory = statSync(cwd).isDirectory();

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActor, fromPromise, type InspectionEvent } from 'xstate';
@@ -8,6 +8,7 @@ import { assertArgument, TetherError } from '../errors.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import { type EnvPolicy, sanitizeEnv } from '../subprocess/env.js';
+import { assertDirectory } from '../subprocess/local-provider.js';
 import { signalForeground } from './foreground-signal.js';
 import { createPtyHost, type PtyHost, type PtyOpenSpec, type PtySession } from './pty-host.js';
 import { renderScreen } from './screen.js';
@@ -329,12 +330,7 @@ function openSpec(
     Number.isSafeInteger(rows) && rows > 0 && rows <= 1000,
     `rows must be an integer in 1..1000, got ${rows}`,
   );
-  let isDirectory = false;
-  try {
-    isDirectory = statSync(cwd).isDirectory();
-  } catch {}
-  if (!isDirectory)
-    throw new TetherError('CWD_NOT_FOUND', `cwd '${cwd}' is not an existing directory; pass one that exists`);
+  assertDirectory(cwd);
   const isBash = /(^|\/)bash$/.test(shell);
   const argv: [string, ...string[]] = isBash ? [shell, '--noprofile', '--rcfile', rcFile, '-i'] : [shell];
   const env = sanitizeEnv(process.env, policy, {

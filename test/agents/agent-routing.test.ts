@@ -4,8 +4,9 @@ import { completionRouterMachine, type RouterMachineEvent } from '../../machines
 import { subscribeCompletions } from '../../src/agents/agent-delivery.js';
 import type { AgentRecord } from '../../src/agents/agent-record.js';
 import type { Notice } from '../../src/agents/agent-types.js';
-import type { JobExit, JobInfo, JobSpec } from '../../src/jobs/job-types.js';
+import type { JobInfo } from '../../src/jobs/job-types.js';
 import { jobHarness, settle } from '../support/job-harness.js';
+import { manualJob } from '../support/manual-job.js';
 import { waitFor } from '../support/spawn-tree.js';
 import { type AgentHarness, agentHarness, heldDriver, noticeJobIds } from './agent-harness.js';
 
@@ -95,23 +96,6 @@ describe('agents: completion routing (W1)', () => {
     expect(attempts).toEqual([[lost.id], [next.id]]);
   });
 });
-
-// A producer whose `done` the test resolves by hand: the only way to place a completion at an
-// exact microtask relative to the router's subscription.
-function manualJob(): { spec: JobSpec; finish(): void } {
-  let finish!: (exit: JobExit) => void;
-  const done = new Promise<JobExit>((resolve) => {
-    finish = resolve;
-  });
-  return {
-    spec: {
-      kind: 'manual',
-      label: 'manual',
-      run: () => ({ cancel: () => finish({ exitCode: null, signal: 'SIGTERM' }), done }),
-    },
-    finish: () => finish({ exitCode: 0, signal: null }),
-  };
-}
 
 describe('completion router over the job service', () => {
   it('W1: a completion racing the router’s subscription is delivered exactly once, at every microtask offset', async () => {

@@ -1,29 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { JobExit, JobInfo, JobSpec } from '../../src/jobs/job-types.js';
+import type { JobInfo } from '../../src/jobs/job-types.js';
 import { type JobHarness, jobHarness, settle } from '../support/job-harness.js';
+import { manualJob } from '../support/manual-job.js';
 import { processJob } from '../support/process-job.js';
 
 let h: JobHarness;
 afterEach(async () => {
   await h?.close();
 });
-
-// A producer whose `done` the test resolves by hand: the only way to place a completion at an
-// exact microtask relative to a subscription (a race real processes cannot pin down).
-function manualJob(): { spec: JobSpec; finish(exit?: JobExit): void } {
-  let finish!: (exit: JobExit) => void;
-  const done = new Promise<JobExit>((resolve) => {
-    finish = resolve;
-  });
-  return {
-    spec: {
-      kind: 'manual',
-      label: 'manual',
-      run: () => ({ cancel: () => finish({ exitCode: null, signal: 'SIGTERM' }), done }),
-    },
-    finish: (exit = { exitCode: 0, signal: null }) => finish(exit),
-  };
-}
 
 const tick = (n: number): Promise<void> =>
   n === 0 ? Promise.resolve() : Promise.resolve().then(() => tick(n - 1));
