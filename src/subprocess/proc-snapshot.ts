@@ -16,7 +16,8 @@ export interface ProcSnapshot {
   /** This Node process and its ancestors: never members of a tree we kill. */
   readonly self: ReadonlySet<number>;
   /** The `TETHER_TREE` value of `pid` (cached for this scan). */
-  marker(pid: number): string | null;
+  /** `undefined`: unknown for now (an empty environ, e.g. a process in the middle of exec). */
+  marker(pid: number): string | null | undefined;
 }
 
 /** How old a scan may be and still serve a caller that has not seen it yet. */
@@ -68,14 +69,10 @@ function snapshotOf(pids: readonly number[]): ProcSnapshot {
     self.add(pid);
     pid = byPid.get(pid)?.ppid;
   }
-  const markers = new Map<number, string | null>();
-  const marker = (pid: number): string | null => {
-    let value = markers.get(pid);
-    if (value === undefined) {
-      value = readEnvironValue(pid, TREE_MARKER_ENV);
-      markers.set(pid, value);
-    }
-    return value;
+  const markers = new Map<number, string | null | undefined>();
+  const marker = (pid: number): string | null | undefined => {
+    if (!markers.has(pid)) markers.set(pid, readEnvironValue(pid, TREE_MARKER_ENV));
+    return markers.get(pid);
   };
   return { seq: ++seqCounter, startedAt, stats, byPid, self, marker };
 }

@@ -109,16 +109,19 @@ export function listPids(): number[] {
 
 /**
  * The value of one variable in `/proc/<pid>/environ` (the env the process was exec'd
- * with). `null` when unset, or when the file is unreadable (gone, another user, a zombie).
+ * with). `null` when unset, or when the file is unreadable (gone, another user, a zombie);
+ * `undefined` when the environ is empty, which says nothing (a process mid-exec, a kernel thread).
  *
  * @example
  * ```ts
  * readEnvironValue(pid, 'TETHER_TREE'); // '1234.xyz' or null
  * ```
  */
-export function readEnvironValue(pid: number, name: string): string | null {
+export function readEnvironValue(pid: number, name: string): string | null | undefined {
   const buf = readProcFile(`/proc/${pid}/environ`);
   if (buf === null) return null;
+  // Empty: a process in the middle of execve (or a kernel thread) shows no environ for a moment.
+  if (buf.length === 0) return undefined;
   const key = Buffer.from(`${name}=`, 'latin1');
   let at = buf.subarray(0, key.length).equals(key) ? 0 : -1;
   if (at < 0) {

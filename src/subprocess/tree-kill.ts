@@ -60,7 +60,12 @@ function membersIn(snap: ProcSnapshot, target: TreeTarget): ProcStat[] {
     const tag = snap.marker(s.pid);
     if (tag === target.treeId) members.add(s.pid);
     // Another tree's marker means a group-number collision, not one of ours.
-    else if (groupIsOurs && tag === null && (s.pgrp === rootPid || s.session === rootPid)) members.add(s.pid);
+    else if (
+      groupIsOurs &&
+      (tag === null || tag === undefined) &&
+      (s.pgrp === rootPid || s.session === rootPid)
+    )
+      members.add(s.pid);
   }
   const children = new Map<number, ProcStat[]>();
   for (const s of candidates) {
@@ -79,6 +84,22 @@ function membersIn(snap: ProcSnapshot, target: TreeTarget): ProcStat[] {
   }
   return candidates.filter((s) => members.has(s.pid));
 }
+
+// Processes that could still be ours: started after the root, alive, but showing an empty
+// environ right now (mid-exec), so their marker cannot be read. Kernel threads are not ours.
+function uncertainIn(snap: ProcSnapshot, target: TreeTarget): number[] {
+  const since = target.root.startTime ?? 0;
+  return snap.stats
+    .filter(
+      (s) =>
+        s.startTime >= since && !isDeadState(s.state) && !snap.self.has(s.pid) && s.ppid !== 2 && s.pid !== 2,
+    )
+    .filter((s) => snap.marker(s.pid) === undefined)
+    .map((s) => s.pid);
+}
+
+/** How often a sweep looks again at a process whose marker cannot be read yet. */
+const UNCERTAIN_RETRIES = 10;
 
 /**
  * Kills a whole process tree (S4): SIGTERM (plus SIGCONT for stopped members) to every
@@ -102,21 +123,27 @@ export async function killProcessTree(target: TreeTarget, opts: TreeKillOptions)
   const beforeScan = markPids();
   let snap = boundedSweep(target) ?? (await procSnapshotAfter(currentProcSnapshotSeq()));
   let members = membersIn(snap, target);
-  if (members.length === 0) {
+  if (members.length === 0 && uncertainIn(snap, target).length === 0) {
     // A member that forked and died while the scan read /proc hides its child from that scan:
     // look at every pid allocated since the scan began (or scan everything once more).
+    // (With an uncertain process the loop below rescans everything anyway.)
     const late = pidsSince(beforeScan);
     snap = late === null ? await procSnapshotAfter(snap.seq) : scanPidsSnapshot(late);
     members = membersIn(snap, target);
   }
   let emptyScans = 0;
+  let uncertainLeft = UNCERTAIN_RETRIES;
   // term: TERM + CONT until graceMs; kill: KILL until killDeadlineMs; final: one last scan.
   let phase: 'term' | 'kill' | 'final' = 'term';
   let killDeadline = Number.POSITIVE_INFINITY;
   const graceDeadline = performance.now() + Math.max(0, opts.graceMs);
   try {
     for (;;) {
-      if (members.length === 0) {
+      if (members.length === 0 && uncertainLeft > 0 && uncertainIn(snap, target).length > 0) {
+        // A process mid-exec has no readable marker yet: look again before deciding.
+        uncertainLeft--;
+        await sleep(pollMs, undefined, { signal: ac.signal });
+      } else if (members.length === 0) {
         // A member forking and dying while a scan reads /proc can hide its child from that
         // one scan, and a process in the middle of exec shows no environ (no marker) for a
         // moment: after signalling anything, confirm with a second scan one poll later.
@@ -168,7 +195,7 @@ function boundedSweep(target: TreeTarget): ProcSnapshot | null {
   // Thread ids share the range; a thread shows its process's group, session and env, so it
   // is a member exactly when its process is, and any member sends us to the full scan.
   const snap = scanPidsSnapshot(range);
-  return membersIn(snap, target).length === 0 ? snap : null;
+  return membersIn(snap, target).length === 0 && uncertainIn(snap, target).length === 0 ? snap : null;
 }
 
 /** What one tree kill delivered: distinct processes (`pid:startTime`), and `phase:pid:startTime`. */
