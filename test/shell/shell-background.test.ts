@@ -63,7 +63,12 @@ describe('rt.shell.background', () => {
 
   it('J4: the 9th running background command fails with JOB_LIMIT and spawns nothing', async () => {
     for (let i = 0; i < 8; i++) await rt.shell.background(lease.token, { command: 'sleep 1000' });
+    // A child that is still exec'ing shows no marker yet: count once all eight show theirs.
+    for (let i = 0; i < 200 && listTaggedProcesses(treeIdPrefix()).length < 8; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
     const before = listTaggedProcesses(treeIdPrefix()).length;
+    expect(before).toBe(8);
     const err = await rt.shell.background(lease.token, { command: 'sleep 1000' }).catch((e: unknown) => e);
     expect((err as TetherError).code).toBe('JOB_LIMIT');
     expect(listTaggedProcesses(treeIdPrefix()).length).toBe(before);
