@@ -11,6 +11,8 @@ export interface AgentRegistryContext {
 export type AgentRegistryEvent =
   /** Spawn one agent publication and its completion router (W1). */
   | { readonly type: 'PUBLISH'; readonly agent: AgentMachineInput; readonly router: RouterMachineInput }
+  /** S5 (hot reload): spawn a new router for a live publication whose router was detached. */
+  | { readonly type: 'ATTACH'; readonly router: RouterMachineInput }
   /** Refuse new publications (the service is being disposed, D2). */
   | { readonly type: 'CLOSE' }
   /** A child reached its final state (`retired` / `closed`). */
@@ -18,9 +20,11 @@ export type AgentRegistryEvent =
   /** A child an error escaped from (defensive: both machines handle their errors). */
   | { readonly type: `xstate.error.actor.${string}`; readonly actorId: string };
 
-// The publication a PUBLISH event carries (assign's mapper sees the machine's whole event union).
-function published(event: AgentRegistryEvent): { agent: AgentMachineInput; router: RouterMachineInput } {
-  if (event.type !== 'PUBLISH') throw new Error(`machines/agent-registry: cannot publish on ${event.type}`);
+// The router (and agent) a PUBLISH or ATTACH event carries (assign's mapper sees the whole event union).
+function published(event: AgentRegistryEvent): { agent?: AgentMachineInput; router: RouterMachineInput } {
+  if (event.type !== 'PUBLISH' && event.type !== 'ATTACH') {
+    throw new Error(`machines/agent-registry: cannot publish on ${event.type}`);
+  }
   return event;
 }
 
@@ -33,8 +37,9 @@ function without<T>(record: Readonly<Record<string, T>>, key: string): Record<st
 /**
  * The root actor of the agent system (system id `tether.agents`): every agent publication
  * and its completion router are children with readable system ids (`agent:<sessionId>:<n>`,
- * `router:<sessionId>:<n>`), so the inspector shows the whole tree. A child that reached its
- * final state is stopped and forgotten in the same step.
+ * `router:<sessionId>:<n>`), so the inspector shows the whole tree. `ATTACH` gives a live
+ * publication a new router after a hot reload detached the old one (S5). A child that reached
+ * its final state is stopped and forgotten in the same step.
  *
  * @example
  * ```ts
@@ -56,14 +61,17 @@ export const agentRegistryMachine = setup({
     publish: assign(({ context, event, spawn }) => {
       const { agent, router } = published(event);
       return {
-        agents: {
-          ...context.agents,
-          [agent.publication]: spawn('agent', {
-            id: agent.publication,
-            systemId: agent.publication,
-            input: agent,
-          }),
-        },
+        agents:
+          agent === undefined
+            ? context.agents
+            : {
+                ...context.agents,
+                [agent.publication]: spawn('agent', {
+                  id: agent.publication,
+                  systemId: agent.publication,
+                  input: agent,
+                }),
+              },
         routers: {
           ...context.routers,
           [router.id]: spawn('router', { id: router.id, systemId: router.id, input: router }),
@@ -80,7 +88,7 @@ export const agentRegistryMachine = setup({
   context: { agents: {}, routers: {} },
   initial: 'open',
   states: {
-    open: { on: { PUBLISH: { actions: 'publish' }, CLOSE: 'closed' } },
+    open: { on: { PUBLISH: { actions: 'publish' }, ATTACH: { actions: 'publish' }, CLOSE: 'closed' } },
     closed: {},
   },
   on: {

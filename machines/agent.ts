@@ -1,5 +1,5 @@
 import { and, assign, fromPromise, setup } from 'xstate';
-import type { JobInfo } from '../src/jobs/job-types.js';
+import type { Notice } from './completion-router.js';
 
 /** W3/W4: what a completion notice does to an idle agent. */
 export type WakePolicy = 'wakeup' | 'quiet';
@@ -9,11 +9,12 @@ export type TurnReason = 'user' | 'notice';
 
 /**
  * One entry of an agent's inbox. `seq` is the agent's arrival order (1, 2, …); `claim()`
- * returns items in that order. A notice carries the final facts of the jobs it reports.
+ * returns items in that order. A notice carries the final facts of the jobs and terminals it
+ * reports.
  */
 export type InboxItem =
   | { readonly kind: 'user'; readonly seq: number; readonly text: string }
-  | { readonly kind: 'notice'; readonly seq: number; readonly jobs: readonly JobInfo[] };
+  | ({ readonly kind: 'notice'; readonly seq: number } & Notice);
 
 /** What an agent actor is started with: serializable facts only, never the owner token (O1). */
 export interface AgentMachineInput {
@@ -51,7 +52,7 @@ export type AgentMachineEvent =
   /** User-authored input. */
   | { readonly type: 'SAY'; readonly text: string }
   /** A coalesced completion notice from the agent's router (W1). */
-  | { readonly type: 'NOTICE'; readonly jobs: readonly JobInfo[] }
+  | { readonly type: 'NOTICE'; readonly notice: Notice }
   /** The current turn takes everything pending (`turn.inbox.claim()`). */
   | { readonly type: 'CLAIM'; readonly turn: number }
   /** D1: start teardown. */
@@ -65,14 +66,13 @@ export interface TurnInput {
 }
 
 type Queue = 'nextTurn' | 'nextStep';
-type NewItem =
-  | { readonly kind: 'user'; readonly text: string }
-  | { readonly kind: 'notice'; readonly jobs: readonly JobInfo[] };
+type NewItem = { readonly kind: 'user'; readonly text: string } | ({ readonly kind: 'notice' } & Notice);
 
 // The inbox item a SAY or NOTICE carries (params mappers see the whole event union).
 function itemOf(event: AgentMachineEvent): NewItem {
   if (event.type === 'SAY') return { kind: 'user', text: event.text };
-  if (event.type === 'NOTICE') return { kind: 'notice', jobs: event.jobs };
+  if (event.type === 'NOTICE')
+    return { kind: 'notice', jobs: event.notice.jobs, terminals: event.notice.terminals };
   throw new Error(`machines/agent: ${event.type} carries no inbox item`);
 }
 

@@ -9,6 +9,7 @@ export type {
   AgentServiceOptions,
   AgentServiceStats,
   AgentStatus,
+  Completion,
   Drainable,
   InboxItem,
   Notice,
@@ -32,7 +33,13 @@ export type {
 } from './jobs/job-types.js';
 export type { OwnerLease } from './owners/owner-registry.js';
 export type { AgentOwnerToken } from './owners/owner-token.js';
-export { createRuntime, type OwnerService, type Runtime, type ShellService } from './runtime.js';
+export {
+  createRuntime,
+  type OwnerService,
+  type ReloadOptions,
+  type Runtime,
+  type ShellService,
+} from './runtime.js';
 export type { RuntimeOptions } from './runtime-options.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
 export type { EnvPolicy } from './subprocess/env.js';
@@ -51,12 +58,14 @@ export type { PersistentBash, PersistentBashResult } from './terminals/persisten
 export type {
   TerminalChunk,
   TerminalCommandResult,
+  TerminalExit,
   TerminalInfo,
   TerminalOpenOptions,
   TerminalScreen,
   TerminalSendResult,
   TerminalService,
   TerminalSignal,
+  TerminalSubscription,
   WaitReason,
 } from './terminals/terminal-types.js';
 export { bindTools, createToolRegistry, DEFAULT_OUTPUT_BUDGET_CHARS } from './tools/tool-registry.js';

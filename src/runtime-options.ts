@@ -97,6 +97,7 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
       `${key} must be a non-empty string`,
     );
   }
+  if (resolved.provider !== undefined) assertProvider(resolved.provider, 'provider');
   assertPositiveInteger('limits.outputCapChars', resolved.outputCapChars, 200);
   assertPositiveInteger('limits.cleanupGraceMs', resolved.cleanupGraceMs, 0);
   assertPositiveInteger('limits.drainMs', resolved.drainMs, 0);
@@ -105,6 +106,25 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   assertPositiveInteger('limits.maxTerminalsPerOwner', resolved.maxTerminalsPerOwner, 1);
   assertPositiveInteger('limits.terminalRetentionChars', resolved.terminalRetentionChars, 1);
   return resolved;
+}
+
+/**
+ * Checks that `value` looks like a {@link SubprocessProvider} (S2), naming `what` in the error.
+ *
+ * @example
+ * ```ts
+ * assertProvider(next, 'reload({ provider })');
+ * ```
+ */
+export function assertProvider(value: unknown, what: string): asserts value is SubprocessProvider {
+  const candidate = value as Partial<SubprocessProvider> | null;
+  assertArgument(
+    typeof candidate === 'object' &&
+      candidate !== null &&
+      typeof candidate.spawn === 'function' &&
+      typeof candidate.name === 'string',
+    `${what} must be a SubprocessProvider: an object with a string 'name' and a spawn(spec) method`,
+  );
 }
 
 function assertPositiveInteger(name: string, value: number, min: number): void {

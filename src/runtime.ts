@@ -1,16 +1,17 @@
 import { createAgentService } from './agents/agent-service.js';
 import type { AgentService } from './agents/agent-types.js';
-import { TetherError } from './errors.js';
+import { assertArgument, TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
 import type { JobInfo, JobService } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
 import type { AgentOwnerToken } from './owners/owner-token.js';
-import { type RuntimeOptions, resolveOptions } from './runtime-options.js';
+import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
 import { shellJobSpec } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellRequest, ShellResult } from './shell/shell-types.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
+import type { SubprocessProvider } from './subprocess/types.js';
 import { createPersistentBash, type PersistentBash } from './terminals/persistent-bash.js';
 import { createTerminalService } from './terminals/terminal-service.js';
 import type { TerminalService } from './terminals/terminal-types.js';
@@ -34,6 +35,14 @@ export interface OwnerService {
   host(): OwnerLease;
 }
 
+/**
+ * What `rt.reload` swaps in (S5). `provider` may be a factory — e.g. an `import()` of the
+ * reloaded module — that runs inside the listener gap.
+ */
+export interface ReloadOptions {
+  readonly provider?: SubprocessProvider | (() => SubprocessProvider | Promise<SubprocessProvider>);
+}
+
 /** The composition root's product (SPEC section 9). */
 export interface Runtime {
   readonly shell: ShellService;
@@ -46,6 +55,15 @@ export interface Runtime {
   readonly owners: OwnerService;
   /** Agents with completion routing and wake budgets (SPEC section 6). */
   readonly agents: Pick<AgentService, 'create' | 'stats'>;
+  /**
+   * S5, hot reload while the runtime lives: new one-shot commands and background jobs spawn
+   * through the new provider (processes already running stay with the one that started them
+   * and are still killed and drained by it), and the lifecycle wiring is re-attached: every
+   * live agent's completion router is replaced by one that subscribes first and then replays
+   * the completions that ended in the gap. An agent disposed during the gap is still drained.
+   * A factory that throws leaves the old provider in place (the error is rethrown).
+   */
+  reload(options?: ReloadOptions): Promise<void>;
   /** D2: ends every process, timer and worker the runtime started. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -66,7 +84,6 @@ export interface Runtime {
  */
 export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> {
   const opts = resolveOptions(options);
-  const provider = opts.provider ?? createLocalProvider({ env: opts.env });
   const spillPool = opts.spillDir === false ? null : createSpillPool({ dir: opts.spillDir });
   const owners = createOwnerRegistry();
   const jobs = createJobService({
@@ -100,8 +117,9 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     return promise;
   };
 
-  const shellDeps: ShellDeps = {
-    provider,
+  // `let`: a reload swaps the provider for the calls that start after it (S5).
+  let shellDeps: ShellDeps = {
+    provider: opts.provider ?? createLocalProvider({ env: opts.env }),
     lifetime: lifetime.signal,
     spillPool,
     defaults: {
@@ -130,6 +148,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   const agents = createAgentService({
     owners,
     jobs,
+    terminals,
     drainables: [terminals],
     tools: (owner) => bindTools(tools, owner),
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
@@ -143,6 +162,22 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     tools,
     owners: { host: () => owners.host() },
     agents: { create: (o) => agents.create(o), stats: () => agents.stats() },
+    // Not tracked: dispose must not wait for a provider factory (it may never settle).
+    async reload(next: ReloadOptions = {}) {
+      if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+      assertArgument(typeof next === 'object' && next !== null, 'reload options must be an object');
+      const { provider } = next;
+      assertArgument(
+        provider === undefined || typeof provider === 'object' || typeof provider === 'function',
+        'reload({ provider }) takes a SubprocessProvider or a function returning one',
+      );
+      await agents.reload(async () => {
+        if (provider === undefined) return;
+        const loaded = typeof provider === 'function' ? await provider() : provider;
+        assertProvider(loaded, 'reload({ provider })');
+        if (!disposing) shellDeps = { ...shellDeps, provider: loaded };
+      });
+    },
     dispose() {
       disposing ??= (async () => {
         lifetime.abort(); // running one-shot commands are cancelled (D2)

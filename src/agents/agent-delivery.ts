@@ -1,5 +1,6 @@
+import type { Completion, Notice } from '../../machines/completion-router.js';
+import { type CompletionSources, subscribeAll } from '../completions/completion-sources.js';
 import { TetherError } from '../errors.js';
-import type { JobInfo, JobService } from '../jobs/job-types.js';
 import type { AgentRecord } from './agent-record.js';
 
 /** Service-wide count of the completion listeners routers hold (D3). */
@@ -8,31 +9,32 @@ export interface ListenerCount {
 }
 
 /**
- * The router's `completions` source (W1, S5): subscribes to the owner's completions; the
- * job service joins the listener first and then replays every ended job no listener heard,
- * and claims each (listener, job) pair once — so nothing falls into a gap and nothing is
- * doubled. Returns the detach that leaving the router's `listening` state calls (D1).
+ * The router's `completions` source (W1, S5): {@link subscribeAll} for the agent's owner,
+ * counted while attached. Returns the detach that leaving the router's `attached` state
+ * calls (D1, S5).
  *
  * @example
  * ```ts
- * const detach = subscribeCompletions(jobs, record, counts, (job) => router.send({ type: 'COMPLETED', job }));
+ * const detach = subscribeCompletions({ jobs, terminals }, record, counts, (completion) =>
+ *   router.send({ type: 'COMPLETED', completion }),
+ * );
  * detach();
  * ```
  */
 export function subscribeCompletions(
-  jobs: JobService,
+  sources: CompletionSources,
   record: AgentRecord,
   counts: ListenerCount,
-  completed: (job: JobInfo) => void,
+  completed: (completion: Completion) => void,
 ): () => void {
-  const subscription = jobs.onCompletion(record.lease.token, (job) => completed(job));
+  const detach = subscribeAll(sources, record.lease.token, completed);
   counts.listeners++;
   let attached = true;
   return () => {
     if (!attached) return;
     attached = false;
     counts.listeners--;
-    subscription.dispose();
+    detach();
   };
 }
 
@@ -44,25 +46,21 @@ export function subscribeCompletions(
  *
  * @example
  * ```ts
- * deliver: fromPromise(({ input, signal }) => deliverNotice(record, input.jobs, signal)),
+ * deliver: fromPromise(({ input, signal }) => deliverNotice(record, input.notice, signal)),
  * ```
  */
-export function deliverNotice(
-  record: AgentRecord,
-  jobs: readonly JobInfo[],
-  signal: AbortSignal,
-): Promise<void> {
-  return record.work.track('delivery', send(record, jobs, signal));
+export function deliverNotice(record: AgentRecord, notice: Notice, signal: AbortSignal): Promise<void> {
+  return record.work.track('delivery', send(record, notice, signal));
 }
 
 // Outside the router's transition: the sender, then the inbox (or the refusal as the failure).
-async function send(record: AgentRecord, jobs: readonly JobInfo[], signal: AbortSignal): Promise<void> {
+async function send(record: AgentRecord, notice: Notice, signal: AbortSignal): Promise<void> {
   await null;
   if (signal.aborted) return;
-  if (record.onNotice) await record.onNotice({ jobs });
+  if (record.onNotice) await record.onNotice(notice);
   if (signal.aborted) return;
   const actor = record.actor!;
-  const event = { type: 'NOTICE', jobs } as const;
+  const event = { type: 'NOTICE', notice } as const;
   if (!actor.getSnapshot().can(event)) {
     throw new TetherError('OWNER_RETIRED', 'the agent was retired before the notice could enter its inbox');
   }

@@ -2,7 +2,7 @@ import type { ActorRefFrom } from 'xstate';
 import type { agentMachine } from '../../machines/agent.js';
 import type { completionRouterMachine } from '../../machines/completion-router.js';
 import type { OwnerLease } from '../owners/owner-registry.js';
-import type { Agent, AgentErrorReporter, AgentErrorStage, AgentOptions } from './agent-types.js';
+import type { Agent, AgentErrorReporter, AgentErrorStage, AgentOptions, Notice } from './agent-types.js';
 import type { AgentWork } from './agent-work.js';
 
 export type AgentActor = ActorRefFrom<typeof agentMachine>;
@@ -15,8 +15,6 @@ export type RouterActor = ActorRefFrom<typeof completionRouterMachine>;
 export interface AgentRecord {
   /** `agent:<sessionId>:<n>`, the agent actor's system id. */
   readonly publication: string;
-  /** `router:<sessionId>:<n>`, its router's system id. */
-  readonly routerId: string;
   readonly sessionId: string;
   readonly lease: OwnerLease;
   readonly onTurn: AgentOptions['onTurn'];
@@ -26,7 +24,10 @@ export interface AgentRecord {
   agent?: Agent;
   /** Set in the same step that spawns the actors. */
   actor?: AgentActor;
-  router?: RouterActor;
+  /** The attached router, `router:<sessionId>:<n>` (`…:<n>.<r>` after the r-th reload); none in a reload's gap. */
+  router?: RouterActor | undefined;
+  /** Every router this publication had that may still be delivering (D1 closes them all). */
+  readonly routers: Set<RouterActor>;
   /** The memoized D1 teardown. */
   disposing?: Promise<void>;
 }
@@ -38,7 +39,7 @@ export interface AgentRecord {
  *
  * @example
  * ```ts
- * publishError(record, onError, 'delivery', error, ['job_x']);
+ * publishError(record, onError, 'delivery', error, notice);
  * await record.work.settle('error');
  * ```
  */
@@ -47,13 +48,15 @@ export function publishError(
   report: AgentErrorReporter,
   stage: AgentErrorStage,
   error: unknown,
-  jobIds?: readonly string[],
+  notice?: Notice,
 ): void {
   const where = {
     agent: record.publication,
     sessionId: record.sessionId,
     stage,
-    ...(jobIds === undefined ? {} : { jobIds }),
+    ...(notice === undefined
+      ? {}
+      : { jobIds: notice.jobs.map((j) => j.id), terminalIds: notice.terminals.map((t) => t.id) }),
   };
   const publication = Promise.resolve()
     .then(() => report(error, where))
@@ -71,6 +74,7 @@ export function publishError(
  */
 export function warnAgentError(error: unknown, where: Parameters<AgentErrorReporter>[1]): void {
   const text = error instanceof Error ? error.message : String(error);
-  const jobs = where.jobIds ? ` (jobs ${where.jobIds.join(', ')})` : '';
-  process.emitWarning(`${where.agent}: ${where.stage} failed${jobs}: ${text}`, { code: 'TETHER_AGENT' });
+  const ids = [...(where.jobIds ?? []), ...(where.terminalIds ?? [])];
+  const about = ids.length > 0 ? ` (${ids.join(', ')})` : '';
+  process.emitWarning(`${where.agent}: ${where.stage} failed${about}: ${text}`, { code: 'TETHER_AGENT' });
 }

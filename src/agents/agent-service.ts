@@ -1,5 +1,5 @@
 import { toPromise } from 'xstate';
-import { TetherError } from '../errors.js';
+import { assertArgument, TetherError } from '../errors.js';
 import type { OwnerTools } from '../tools/tool-types.js';
 import { resolveAgentOptions, resolveServiceOptions } from './agent-args.js';
 import { countingClock } from './agent-clock.js';
@@ -9,7 +9,7 @@ import { type AgentRecord, publishError, warnAgentError } from './agent-record.j
 import { startAgentSystem } from './agent-system.js';
 import { tearDown } from './agent-teardown.js';
 import { runTurn } from './agent-turn.js';
-import type { AgentErrorStage, AgentService, AgentServiceOptions } from './agent-types.js';
+import type { AgentErrorStage, AgentService, AgentServiceOptions, Notice } from './agent-types.js';
 import { AgentWork, type WorkKind, type WorkTimers } from './agent-work.js';
 
 // Without a tool registry (the agent service used on its own), every call says so.
@@ -44,7 +44,7 @@ export type * from './agent-types.js';
  * ```
  */
 export function createAgentService(options: AgentServiceOptions): AgentService {
-  const { owners, jobs } = options;
+  const { owners, jobs, terminals } = options;
   const { drainables, quietWindowMs, turnGraceMs } = resolveServiceOptions(options);
   const onError = options.onError ?? warnAgentError;
   const clock = countingClock(options.clock);
@@ -55,6 +55,9 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   const lingering = new Set<AgentWork>();
   let teardowns = 0;
   let published = 0;
+  let reloads = 0;
+  /** The reload in progress (reloads run one at a time). */
+  let reloading: Promise<unknown> = Promise.resolve();
   let disposing: Promise<void> | undefined;
 
   const recordOf = (publication: string): AgentRecord => {
@@ -62,8 +65,8 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     if (record === undefined) throw new Error(`agents: no live publication ${publication}`);
     return record;
   };
-  const report = (publication: string, stage: AgentErrorStage, error: unknown, jobIds?: readonly string[]) =>
-    publishError(recordOf(publication), onError, stage, error, jobIds);
+  const report = (publication: string, stage: AgentErrorStage, error: unknown, notice?: Notice) =>
+    publishError(recordOf(publication), onError, stage, error, notice);
 
   const system = startAgentSystem(
     {
@@ -84,9 +87,9 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       reportTurnError: (publication, _turn, error) => report(publication, 'turn', error),
       reportTeardownError: (publication, error) => report(publication, 'teardown', error),
       subscribe: (publication, completed) =>
-        subscribeCompletions(jobs, recordOf(publication), counts, completed),
-      deliver: (input, signal) => deliverNotice(recordOf(input.publication), input.jobs, signal),
-      reportDeliveryFailure: (publication, jobIds, error) => report(publication, 'delivery', error, jobIds),
+        subscribeCompletions({ jobs, terminals }, recordOf(publication), counts, completed),
+      deliver: (input, signal) => deliverNotice(recordOf(input.publication), input.notice, signal),
+      reportDeliveryFailure: (publication, notice, error) => report(publication, 'delivery', error, notice),
       reportSourceFailure: (publication, error) => report(publication, 'subscribe', error),
     },
     { clock, inspect: options.inspect },
@@ -112,6 +115,42 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     return record.disposing;
   };
 
+  // The router the registry spawned for `id` in the step just sent; none if that step was refused.
+  const spawnedRouter = (record: AgentRecord, id: string): boolean => {
+    const router = system.getSnapshot().context.routers[id];
+    if (router === undefined) return false;
+    for (const old of record.routers) if (old.getSnapshot().status !== 'active') record.routers.delete(old);
+    record.router = router;
+    record.routers.add(router);
+    return true;
+  };
+  const routerInput = (id: string, record: AgentRecord) => ({
+    id,
+    publication: record.publication,
+    windowMs: quietWindowMs,
+  });
+
+  // S5: the gap between detaching every live agent's router and attaching new ones.
+  const reloadWith = async <T>(during: () => T | Promise<T>): Promise<T> => {
+    if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the agent service was disposed');
+    const generation = ++reloads;
+    for (const record of records.values()) {
+      const router = record.router;
+      record.router = undefined;
+      if (router?.getSnapshot().status === 'active') router.send({ type: 'DETACH' });
+    }
+    try {
+      return await during();
+    } finally {
+      for (const record of records.values()) {
+        if (disposing || record.router !== undefined || record.disposing !== undefined) continue;
+        const id = `${record.publication.replace(/^agent:/, 'router:')}.${generation}`;
+        system.send({ type: 'ATTACH', router: routerInput(id, record) });
+        spawnedRouter(record, id); // refused only once the registry closed: dispose is tearing it down
+      }
+    }
+  };
+
   // Sum of one kind of work over live agents and the leftovers of disposed ones.
   const inFlight = (kind: WorkKind, only?: Iterable<AgentWork>): number => {
     for (const work of lingering) if (work.idle) lingering.delete(work);
@@ -126,31 +165,29 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       const n = ++published;
       const record: AgentRecord = {
         publication: `agent:${sessionId}:${n}`,
-        routerId: `router:${sessionId}:${n}`,
         sessionId,
         lease: owners.agent(), // O1: a fresh token for every publication, also for a reused sessionId
         onTurn,
         onNotice,
         work: new AgentWork(timers),
+        routers: new Set(),
       };
       const tools = options.tools?.(record.lease.token) ?? NO_TOOLS;
       record.agent = agentFacade(record, () => disposeAgent(record), tools);
       records.set(record.publication, record);
+      const routerId = `router:${sessionId}:${n}`;
       system.send({
         type: 'PUBLISH',
         agent: { publication: record.publication, sessionId, wake, maxWakes },
-        router: { id: record.routerId, publication: record.publication, windowMs: quietWindowMs },
+        router: routerInput(routerId, record),
       });
-      const { agents, routers } = system.getSnapshot().context;
-      const actor = agents[record.publication];
-      const router = routers[record.routerId];
-      if (actor === undefined || router === undefined) {
+      const actor = system.getSnapshot().context.agents[record.publication];
+      if (actor === undefined || !spawnedRouter(record, routerId)) {
         records.delete(record.publication);
         record.lease.retire();
         throw new Error('agents: create() was called inside an agent-system transition (e.g. an inspector)');
       }
       record.actor = actor;
-      record.router = router;
       return record.agent;
     },
 
@@ -171,6 +208,14 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
         waiters: teardowns,
         errors: inFlight('error'),
       };
+    },
+
+    reload(during) {
+      assertArgument(typeof during === 'function', 'reload(during) takes a function to run in the gap');
+      const run = () => reloadWith(during);
+      const result = reloading.then(run, run);
+      reloading = result.catch(() => {});
+      return result;
     },
 
     dispose() {

@@ -2,11 +2,12 @@ import { type Actor, createActor, fromCallback, fromPromise, type InspectionEven
 import { agentMachine, type TurnInput } from '../../machines/agent.js';
 import { agentRegistryMachine } from '../../machines/agent-registry.js';
 import {
+  type Completion,
   completionRouterMachine,
   type DeliverInput,
+  type Notice,
   type RouterMachineEvent,
 } from '../../machines/completion-router.js';
-import type { JobInfo } from '../jobs/job-types.js';
 import type { Clock } from './agent-clock.js';
 
 /** The effects the agent and router machines name, implemented by the agent service. */
@@ -20,10 +21,10 @@ export interface AgentSystemEffects {
   reportTurnError(publication: string, turn: number, error: unknown): void;
   reportTeardownError(publication: string, error: unknown): void;
   /** The router's `completions` source: subscribe, return the unsubscribe (W1). */
-  subscribe(publication: string, completed: (job: JobInfo) => void): () => void;
+  subscribe(publication: string, completed: (completion: Completion) => void): () => void;
   /** The router's `deliver` actor: one coalesced notice to the agent. */
   deliver(input: DeliverInput, signal: AbortSignal): Promise<void>;
-  reportDeliveryFailure(publication: string, jobIds: readonly string[], error: unknown): void;
+  reportDeliveryFailure(publication: string, notice: Notice, error: unknown): void;
   reportSourceFailure(publication: string, error: unknown): void;
 }
 
@@ -63,13 +64,13 @@ export function startAgentSystem(
   const router = completionRouterMachine.provide({
     actors: {
       completions: fromCallback<RouterMachineEvent, { readonly publication: string }>(({ input, sendBack }) =>
-        effects.subscribe(input.publication, (job) => sendBack({ type: 'COMPLETED', job })),
+        effects.subscribe(input.publication, (completion) => sendBack({ type: 'COMPLETED', completion })),
       ),
       deliver: fromPromise(({ input, signal }) => effects.deliver(input, signal)),
     },
     actions: {
       reportDeliveryFailure: ({ context }, params) =>
-        effects.reportDeliveryFailure(context.publication, params.jobIds, params.error),
+        effects.reportDeliveryFailure(context.publication, params.notice, params.error),
       reportSourceFailure: ({ context }, params) =>
         effects.reportSourceFailure(context.publication, params.error),
     },

@@ -18,8 +18,9 @@ export interface TeardownDeps {
  * new operation with the token fails with `OWNER_RETIRED`) and leaving `running` aborted the
  * turn's signal. Then, in order:
  *
- * 1. close the router: its completion listener is detached and its quiet-window timer
- *    cancelled; completions not yet delivered are dropped (the agent can take nothing now);
+ * 1. close the router (and one a hot reload detached, if still delivering): its completion
+ *    listener is detached and its quiet-window timer cancelled; completions not yet
+ *    delivered are dropped (the agent can take nothing now);
  * 2. drain the owner's resources in reverse start order (`drainables` last-first, `jobs`
  *    last); each drain resolves when the owner's processes are verifiably gone;
  * 3. wait for the aborted turn and in-flight deliveries, each bounded by `graceMs` (the
@@ -35,7 +36,9 @@ export interface TeardownDeps {
  * ```
  */
 export async function tearDown(record: AgentRecord, deps: TeardownDeps): Promise<void> {
-  if (record.router?.getSnapshot().status === 'active') record.router.send({ type: 'CLOSE' });
+  for (const router of record.routers) {
+    if (router.getSnapshot().status === 'active') router.send({ type: 'CLOSE' });
+  }
   for (const service of [deps.jobs, ...deps.drainables].reverse()) {
     try {
       await service.drainOwner(record.lease.token);

@@ -1,20 +1,19 @@
 import type { InspectionEvent } from 'xstate';
 import type { InboxItem, TurnReason, WakePolicy } from '../../machines/agent.js';
-import type { JobInfo, JobService } from '../jobs/job-types.js';
+import type { Notice } from '../../machines/completion-router.js';
+import type { JobService } from '../jobs/job-types.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { TerminalService } from '../terminals/terminal-types.js';
 import type { OwnerTools } from '../tools/tool-types.js';
 import type { Clock } from './agent-clock.js';
 
 export type { InboxItem, TurnReason, WakePolicy } from '../../machines/agent.js';
+/** A coalesced completion notice (W1): the final facts of the jobs and terminals it reports. */
+export type { Completion, Notice } from '../../machines/completion-router.js';
 
 /** `retired` covers teardown in progress: from `dispose()` on, the agent accepts nothing. */
 export type AgentPhase = 'idle' | 'running' | 'retired';
-
-/** A coalesced completion notice as the router delivers it (W1): the final facts of its jobs. */
-export interface Notice {
-  readonly jobs: readonly JobInfo[];
-}
 
 /** The inbox as one turn sees it. */
 export interface TurnInbox {
@@ -131,7 +130,9 @@ export type AgentErrorReporter = (
     readonly agent: string;
     readonly sessionId: string;
     readonly stage: AgentErrorStage;
+    /** A failed delivery's jobs and terminals (`stage: 'delivery'`). */
     readonly jobIds?: readonly string[];
+    readonly terminalIds?: readonly string[];
   },
 ) => void | Promise<void>;
 
@@ -144,6 +145,8 @@ export interface Drainable {
 export interface AgentServiceOptions {
   readonly owners: OwnerRegistry;
   readonly jobs: JobService;
+  /** Where terminal session exits come from; without it, notices report jobs only. */
+  readonly terminals?: Pick<TerminalService, 'onSessionExit'>;
   /**
    * Services started after `jobs`, in start order (e.g. `[terminals]`). D1 drains them in
    * reverse start order: the last of these first, `jobs` last.
@@ -173,7 +176,7 @@ export interface AgentServiceStats {
   readonly turns: number;
   /** Of `turns`: turns that outlived `turnGraceMs` at teardown and are still pending. */
   readonly abandonedTurns: number;
-  /** Completion listeners the routers hold on the job service. */
+  /** Completion listeners the routers hold (one per router, on jobs and terminals). */
   readonly listeners: number;
   /** Completions claimed by a router and waiting for their quiet window. */
   readonly queued: number;
@@ -200,6 +203,16 @@ export interface AgentServiceStats {
 export interface AgentService {
   create(options: AgentOptions): Agent;
   stats(): AgentServiceStats;
+  /**
+   * S5, hot reload of the lifecycle wiring: every live agent's router is detached (what it
+   * already claimed is still delivered, without waiting for its window), `during()` runs —
+   * e.g. loading a new provider module — and then every agent still live gets a new router,
+   * which subscribes first and then replays the completions that ended in the gap: none is
+   * lost, none is doubled. An agent disposed during the gap is still torn down and drained
+   * (teardown does not go through a router). Reloads run one at a time; `during`'s error is
+   * rethrown after the routers are back.
+   */
+  reload<T>(during: () => T | Promise<T>): Promise<T>;
   /** D2: D1 for every agent, then the actor system stops. Idempotent. */
   dispose(): Promise<void>;
 }

@@ -1,5 +1,6 @@
 import type { ActorRefFrom } from 'xstate';
 import type { jobMachine } from '../../machines/job.js';
+import { CompletionHub } from '../completions/completion-hub.js';
 import { TetherError } from '../errors.js';
 import { RetainedOutput } from '../output/retained-output.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
@@ -12,7 +13,6 @@ import {
   normalizeExit,
   positiveInteger,
 } from './job-args.js';
-import { CompletionHub } from './job-completions.js';
 import { isTerminalSnapshot, jobInfoOf } from './job-info.js';
 import {
   callHook,
@@ -57,7 +57,9 @@ export function createJobService(options: JobServiceOptions): JobService {
   const records = new Map<string, JobRecord>();
   const starts = new StartsInFlight();
   const waiters = new JobWaiters();
-  const hub = new CompletionHub((error, info) => onError(error, { jobId: info.id, hook: 'onCompletion' }));
+  const hub = new CompletionHub<JobInfo>((error, info) =>
+    onError(error, { jobId: info.id, hook: 'onCompletion' }),
+  );
   let disposing: Promise<void> | undefined;
 
   const pull = (record: JobRecord): void => pullOutput(record, onError);

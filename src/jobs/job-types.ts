@@ -1,5 +1,6 @@
 import type { InspectionEvent } from 'xstate';
 import type { JobExit } from '../../machines/job.js';
+import type { CompletionSubscription } from '../completions/completion-hub.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { JobErrorReporter } from './job-record.js';
@@ -104,9 +105,7 @@ export interface JobSpec {
 }
 
 /** A completion subscription: dispose it to stop deliveries (also `using sub = …`). */
-export interface JobSubscription extends Disposable {
-  dispose(): void;
-}
+export type JobSubscription = CompletionSubscription;
 
 /** Counts of the service's live resources; all zero (but `jobs`) when it is quiescent (D3). */
 export interface JobServiceStats {

@@ -4,7 +4,7 @@ import { RetainedOutput } from '../output/retained-output.js';
 import { MarkerFilter } from './marker-filter.js';
 import type { PtyOpenSpec, PtySession } from './pty-host.js';
 import { ScreenTail } from './screen.js';
-import type { TerminalInfo } from './terminal-types.js';
+import type { TerminalExit, TerminalInfo } from './terminal-types.js';
 
 /**
  * One open terminal as the service holds it: its actor (the lifecycle's only truth), the PTY
@@ -25,6 +25,8 @@ export class TerminalRecord {
   readonly screenTail = new ScreenTail();
   /** Set while `execute` owns the shell's fate (an exit then means "restart", not "closed"). */
   executing = false;
+  /** How the session ended on its own, once it did (the terminal's completion). */
+  exit: TerminalExit | null = null;
   /** Resolves when the terminal's actor reached `closed` (its tree was swept). */
   readonly closed: Promise<void>;
 

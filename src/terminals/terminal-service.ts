@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActor, fromPromise, type InspectionEvent } from 'xstate';
 import { terminalMachine } from '../../machines/terminal.js';
+import { CompletionHub } from '../completions/completion-hub.js';
 import { assertArgument, TetherError } from '../errors.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
@@ -16,7 +17,12 @@ import { SHELL_RC } from './shell-protocol.js';
 import { executeInTerminal } from './terminal-execute.js';
 import { TerminalRecord } from './terminal-record.js';
 import { proofBeforeInput, waitForReason } from './terminal-send.js';
-import { TERMINAL_SIGNALS, type TerminalOpenOptions, type TerminalService } from './terminal-types.js';
+import {
+  TERMINAL_SIGNALS,
+  type TerminalExit,
+  type TerminalOpenOptions,
+  type TerminalService,
+} from './terminal-types.js';
 
 export interface TerminalServiceOptions {
   readonly owners: OwnerRegistry;
@@ -66,8 +72,19 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     return join(rcDir, 'bashrc');
   };
   const records = new Map<string, TerminalRecord>();
-  /** Recently ended terminals, so a late call hears "it ended", not "no such terminal". */
-  const ended = new Map<string, { readonly ownerKey: string; readonly reason: string }>();
+  /**
+   * Recently ended terminals, so a late call hears "it ended", not "no such terminal", and a
+   * new session-exit listener can be replayed the exits nobody heard (S5).
+   */
+  const ended = new Map<
+    string,
+    { readonly ownerKey: string; readonly reason: string; readonly exit: TerminalExit | null }
+  >();
+  const exits = new CompletionHub<TerminalExit>((error, exit) =>
+    process.emitWarning(`tether: a session-exit listener for terminal ${exit.id} failed: ${String(error)}`, {
+      code: 'TETHER_TERMINAL',
+    }),
+  );
   let busy = 0;
   /** Opens in flight per owner: they count against the cap before their PTY exists. */
   const opening = new Map<string, number>();
@@ -166,11 +183,14 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
       records.set(id, record);
       void record.closed.then(() => {
         records.delete(id);
-        ended.set(id, {
-          ownerKey,
-          reason: record?.endReason === 'session_exit' ? 'its session exited' : 'closed',
-        });
-        if (ended.size > ENDED_KEPT) ended.delete(ended.keys().next().value!);
+        const exit = record!.endReason === 'session_exit' ? record!.exit : null;
+        ended.set(id, { ownerKey, reason: exit ? 'its session exited' : 'closed', exit });
+        if (ended.size > ENDED_KEPT) {
+          const oldest = ended.keys().next().value!;
+          ended.delete(oldest);
+          exits.forget(oldest);
+        }
+        if (exit) exits.publish(ownerKey, exit);
       });
       actor.send({ type: 'OPENED' });
       watchExit(record);
@@ -281,16 +301,32 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
       return [...records.values()].filter((r) => r.ownerKey === key).map((r) => r.info());
     },
 
+    onSessionExit(owner, listener) {
+      const key = owners.keyOf(owners.assertLive(owner));
+      assertArgument(typeof listener === 'function', 'listener must be a function (exit) => void');
+      return exits.subscribe(key, listener, () =>
+        [...ended.values()].flatMap((e) => (e.ownerKey === key && e.exit ? [e.exit] : [])),
+      );
+    },
+
     async drainOwner(owner) {
       const key = owners.keyOf(owners.assertKnown(owner));
       await Promise.all([...records.values()].filter((r) => r.ownerKey === key).map(closeRecord));
     },
 
-    stats: () => ({ open: records.size, busy, hostAlive: host.alive }),
+    stats: () => ({
+      open: records.size,
+      busy,
+      hostAlive: host.alive,
+      listeners: exits.listeners,
+      deliveries: exits.deliveries,
+    }),
 
     dispose() {
       disposing ??= (async () => {
         await Promise.all([...records.values()].map(closeRecord));
+        await exits.settle();
+        exits.clear();
         if (options.ptyHost === undefined) await host.dispose();
         if (rcDir !== null) rmSync(rcDir, { recursive: true, force: true });
       })();
@@ -301,8 +337,13 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
   // A session that ends on its own closes its terminal, unless execute is replacing the shell.
   function watchExit(record: TerminalRecord): void {
     const pty = record.pty;
-    void pty.exited.then(() => {
-      if (record.pty === pty && !record.executing) record.actor.send({ type: 'SESSION_EXIT' });
+    void pty.exited.then(({ exitCode, signal, reason }) => {
+      if (record.pty !== pty || record.executing) return;
+      if (record.actor.getSnapshot().can({ type: 'SESSION_EXIT' })) {
+        const { id, shell, cwd, pid, openedAt } = record.info();
+        record.exit = { id, shell, cwd, pid, openedAt, endedAt: Date.now(), exitCode, signal, reason };
+      }
+      record.actor.send({ type: 'SESSION_EXIT' });
     });
   }
 

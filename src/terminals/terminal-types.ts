@@ -1,3 +1,4 @@
+import type { CompletionSubscription } from '../completions/completion-hub.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { TerminalScreen } from './screen.js';
 
@@ -34,6 +35,28 @@ export interface TerminalInfo {
   readonly pid: number;
   readonly openedAt: number;
 }
+
+/**
+ * A terminal whose session ended on its own — its shell exited (`exit`), or the PTY host
+ * worker died (`host_crashed`) — reported once its tree was swept. This is the terminal's
+ * completion: its owner's listeners (`onSessionExit`) and agents' notices carry it. A terminal
+ * ended by `close`, a drain or dispose is not reported: its owner asked for that.
+ */
+export interface TerminalExit {
+  readonly id: string;
+  readonly shell: string;
+  readonly cwd: string;
+  /** The shell's pid (the session leader). */
+  readonly pid: number;
+  readonly openedAt: number;
+  readonly endedAt: number;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly reason: 'exit' | 'host_crashed';
+}
+
+/** A session-exit subscription: dispose it to stop deliveries (also `using sub = …`). */
+export type TerminalSubscription = CompletionSubscription;
 
 /**
  * What `send` saw: the raw output (escape sequences included) that arrived after the input
@@ -111,6 +134,16 @@ export interface TerminalService {
   signal(owner: AgentOwnerToken, id: string, signal: TerminalSignal): Promise<void>;
   close(owner: AgentOwnerToken, id: string): Promise<void>;
   list(owner: AgentOwnerToken): Promise<TerminalInfo[]>;
+  /**
+   * Calls `listener` once for each of the owner's terminals whose session ended on its own.
+   * It joins first, then replays recent exits no listener heard (S5: nothing falls into a
+   * gap between an old and a new listener, nothing is reported twice). Listener failures are
+   * reported as a process warning and never retried.
+   */
+  onSessionExit(
+    owner: AgentOwnerToken,
+    listener: (exit: TerminalExit) => void | Promise<void>,
+  ): TerminalSubscription;
   drainOwner(owner: AgentOwnerToken): Promise<void>;
   /** Live resource counts for tests and operators (D3). */
   stats(): TerminalServiceStats;
@@ -125,4 +158,7 @@ export interface TerminalServiceStats {
   readonly busy: number;
   /** Whether the PTY host worker thread is running. */
   readonly hostAlive: boolean;
+  /** Session-exit listeners subscribed, and listener calls in flight. */
+  readonly listeners: number;
+  readonly deliveries: number;
 }

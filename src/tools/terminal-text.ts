@@ -1,4 +1,4 @@
-import type { TerminalInfo, WaitReason } from '../terminals/terminal-types.js';
+import type { TerminalExit, TerminalInfo, WaitReason } from '../terminals/terminal-types.js';
 import { formatMs } from './tool-output.js';
 
 /** The prompt of Tether's terminal shells (`PS1='$ '` in the rc file, T7). */
@@ -75,4 +75,25 @@ export function explainWaitReason(
  */
 export function describeTerminal(t: TerminalInfo, now: number = Date.now()): string {
   return `${t.id} · ${t.state} · ${t.shell} · started in ${t.cwd} · pid ${t.pid} · open ${formatMs(now - t.openedAt)}`;
+}
+
+/**
+ * What a session-exit notice says (agents' notices rendered for a model, MCP notifications).
+ *
+ * @example
+ * ```ts
+ * describeSessionExit(exit); // 'Terminal term_x ended on its own (exit code 0) after 4.0 s: /bin/bash in /repo. …'
+ * ```
+ */
+export function describeSessionExit(exit: TerminalExit): string {
+  const how =
+    exit.reason === 'host_crashed'
+      ? 'the PTY host crashed; its processes were killed'
+      : exit.exitCode !== null
+        ? `exit code ${exit.exitCode}`
+        : `signal ${exit.signal ?? 'unknown'}`;
+  return (
+    `Terminal ${exit.id} ended on its own (${how}) after ${formatMs(exit.endedAt - exit.openedAt)}: ` +
+    `${exit.shell} in ${exit.cwd}. Open a new one with terminal_open to continue.`
+  );
 }

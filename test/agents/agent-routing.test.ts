@@ -114,12 +114,12 @@ describe('completion router over the job service', () => {
             actors: {
               completions: fromCallback<RouterMachineEvent, { readonly publication: string }>(
                 ({ sendBack }) =>
-                  subscribeCompletions(jh.jobs, record, counts, (j) =>
-                    sendBack({ type: 'COMPLETED', job: j }),
+                  subscribeCompletions({ jobs: jh.jobs }, record, counts, (completion) =>
+                    sendBack({ type: 'COMPLETED', completion }),
                   ),
               ),
               deliver: fromPromise(async ({ input }) => {
-                delivered.push([...input.jobs]);
+                delivered.push([...input.notice.jobs]);
               }),
             },
           }),
@@ -136,7 +136,7 @@ describe('completion router over the job service', () => {
           delivered.map((batch) => batch.map((j) => j.id)),
           `offset ${offset}`,
         ).toEqual([[info.id]]);
-        expect(router.getSnapshot().context.claimed).toEqual([info.id]);
+        expect(router.getSnapshot().context.claimed).toEqual([`job:${info.id}`]);
         router.send({ type: 'CLOSE' });
         expect(counts.listeners).toBe(0);
       }

@@ -58,7 +58,7 @@ describe('rt.agents (composition root)', () => {
     await rt.dispose();
     expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
     expect(rt.agents.stats()).toMatchObject({ agents: 0, timers: 0, turns: 0, deliveries: 0 });
-    expect(rt.terminals.stats()).toEqual({ open: 0, busy: 0, hostAlive: false });
+    expect(rt.terminals.stats()).toEqual({ open: 0, busy: 0, hostAlive: false, listeners: 0, deliveries: 0 });
   });
 
   it('O3: agent.tools run with the agent as the trusted owner and fail closed after dispose', async () => {

@@ -36,7 +36,7 @@ const tornDown = {
 const claim = (s: AgentSnapshot): AgentEvent => ({ type: 'CLAIM', turn: s.context.turns });
 const outside: AgentEvent[] = [
   { type: 'SAY', text: 'hello' },
-  { type: 'NOTICE', jobs: [job] },
+  { type: 'NOTICE', notice: { jobs: [job], terminals: [] } },
   { type: 'RETIRE' },
 ];
 // What can happen in each state: a turn settles only while running, teardown only while retiring.

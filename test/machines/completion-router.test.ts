@@ -12,6 +12,8 @@ import {
 } from 'xstate';
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import {
+  type Completion,
+  completionKey,
   completionRouterMachine,
   type RouterMachineEvent,
   type RouterMachineInput,
@@ -28,10 +30,18 @@ type Step = { readonly event: RouterEvent; readonly prev: RouterSnapshot; readon
 const input: RouterMachineInput = { id: 'router:graph:1', publication: 'agent:graph:1', windowMs: 50 };
 const info = (id: string) =>
   ({ id, kind: 'manual', label: id, state: 'succeeded', isTerminal: true }) as JobInfo;
-const completed = (id: string): RouterEvent => ({ type: 'COMPLETED', job: info(id) });
+const completed = (id: string): RouterEvent => ({
+  type: 'COMPLETED',
+  completion: { kind: 'job', job: info(id) },
+});
+const jobIdOf = (event: RouterEvent): string | undefined =>
+  event.type === 'COMPLETED' && event.completion.kind === 'job' ? event.completion.job.id : undefined;
 const windowClosed = {
-  type: completionRouterMachine.getStateNodeById('router.listening.collecting').after[0]!.eventType,
+  type: completionRouterMachine.getStateNodeById('router.routing.delivery.collecting').after[0]!.eventType,
 } as unknown as RouterEvent;
+const attached = (s: RouterSnapshot) => s.matches({ routing: { source: 'attached' } });
+const inDelivery = (s: RouterSnapshot, state: 'quiet' | 'collecting' | 'delivering') =>
+  s.matches({ routing: { delivery: state } });
 const delivered = {
   type: 'xstate.done.actor.deliver',
   actorId: 'deliver',
@@ -56,13 +66,14 @@ const eventsOf =
       completed('a'),
       completed('b'),
       { type: 'CLOSE' } as const,
-      ...(source ? [sourceFailed] : []),
+      ...(attached(s) ? [{ type: 'DETACH' } as const] : []),
+      ...(source && attached(s) ? [sourceFailed] : []),
     ];
-    if (s.matches({ listening: 'collecting' })) return [...base, windowClosed];
-    if (s.matches({ listening: 'delivering' })) return [...base, delivered, deliveryFailed];
+    if (inDelivery(s, 'collecting')) return [...base, windowClosed];
+    if (inDelivery(s, 'delivering')) return [...base, delivered, deliveryFailed];
     return base;
   };
-const ids = (jobs: readonly JobInfo[]) => jobs.map((j) => j.id);
+const ids = (completions: readonly Completion[]) => completions.map(completionKey);
 const serialize = (s: RouterSnapshot) =>
   JSON.stringify([
     s.value,
@@ -96,6 +107,7 @@ function replay(path: StatePath<RouterSnapshot, RouterEvent>, source: boolean): 
 // Invariants of every reachable snapshot and step (SPEC W1, D1).
 function check({ event, prev, next }: Step, handed: string[]): void {
   const at = `${JSON.stringify(prev.value)} --${event.type}--> ${JSON.stringify(next.value)}`;
+  const { claimed: wasClaimed } = prev.context;
   const { claimed, pending, batch } = next.context;
   expect(new Set(claimed).size, at).toBe(claimed.length); // claimed at most once
   for (const id of [...ids(pending), ...ids(batch)]) expect(claimed, at).toContain(id);
@@ -103,14 +115,22 @@ function check({ event, prev, next }: Step, handed: string[]): void {
     ids(pending).filter((id) => ids(batch).includes(id)),
     at,
   ).toEqual([]);
-  if (next.matches({ listening: 'quiet' })) expect(pending, at).toEqual([]);
-  if (next.matches({ listening: 'collecting' })) expect(pending.length, at).toBeGreaterThan(0);
-  if (next.matches({ listening: 'delivering' })) expect(batch.length, at).toBeGreaterThan(0);
-  if (!prev.matches({ listening: 'delivering' }) && next.matches({ listening: 'delivering' }))
+  if (inDelivery(next, 'quiet')) expect(pending, at).toEqual([]);
+  if (inDelivery(next, 'collecting')) expect(pending.length, at).toBeGreaterThan(0);
+  if (inDelivery(next, 'collecting')) expect(attached(next), at).toBe(true); // S5: detached flushes at once
+  if (inDelivery(next, 'delivering')) expect(batch.length, at).toBeGreaterThan(0);
+  const settled = (x: RouterSnapshot) => x.context.delivered + x.context.failed;
+  // A new batch: delivering entered, or re-entered in one step once the last one settled (detached).
+  if (inDelivery(next, 'delivering') && (!inDelivery(prev, 'delivering') || settled(next) > settled(prev)))
     handed.push(...ids(batch));
   expect(new Set(handed).size, at).toBe(handed.length); // each completion handed to deliver at most once
-  if (event.type === 'COMPLETED' && prev.context.claimed.includes(event.job.id))
-    expect(next.context, at).toEqual(prev.context);
+  if (event.type === 'COMPLETED' && (wasClaimed.includes(completionKey(event.completion)) || !attached(prev)))
+    expect(next.context, at).toEqual(prev.context); // a repeat, or heard after DETACH: ignored
+  if (next.status === 'done' && event.type !== 'CLOSE' && event !== sourceFailed) {
+    // S5: a detached router ends only when everything it claimed was handed to deliver.
+    expect(next.context.pending, at).toEqual([]);
+    expect([...handed].sort(), at).toEqual([...next.context.claimed].sort());
+  }
   if (event === deliveryFailed) {
     expect(next.context.delivered, at).toBe(prev.context.delivered); // never faked as delivered
     expect(next.context.failed, at).toBe(prev.context.failed + 1);
@@ -137,9 +157,10 @@ describe('machines/completion-router', () => {
     }
     expect(values).toEqual(
       new Set([
-        '{"listening":"quiet"}',
-        '{"listening":"collecting"}',
-        '{"listening":"delivering"}',
+        '{"routing":{"source":"attached","delivery":"quiet"}}',
+        '{"routing":{"source":"attached","delivery":"collecting"}}',
+        '{"routing":{"source":"attached","delivery":"delivering"}}',
+        '{"routing":{"source":"detached","delivery":"delivering"}}',
         '"closed"',
       ]),
     );
@@ -150,7 +171,7 @@ describe('machines/completion-router', () => {
     [s] = transition(completionRouterMachine, s, completed('a'));
     [s] = transition(completionRouterMachine, s, windowClosed);
     const [after, actions] = transition(completionRouterMachine, s, deliveryFailed);
-    expect(after.value).toEqual({ listening: 'quiet' });
+    expect(after.value).toEqual({ routing: { source: 'attached', delivery: 'quiet' } });
     expect(actions.map((a) => a.type)).toEqual(
       expect.arrayContaining(['xstate.emit', 'reportDeliveryFailure']),
     );
@@ -160,9 +181,7 @@ describe('machines/completion-router', () => {
 
 // Longest replayed runs: every shorter one is a prefix of one of them.
 function maximal(runs: Step[][]): Step[][] {
-  const keys = runs.map((run) =>
-    run.map((s) => JSON.stringify(s.event.type === 'COMPLETED' ? s.event.job.id : s.event.type)).join('>'),
-  );
+  const keys = runs.map((run) => run.map((s) => JSON.stringify(jobIdOf(s.event) ?? s.event.type)).join('>'));
   return runs.filter(
     (run, i) =>
       run.length > 0 &&
@@ -191,8 +210,8 @@ describe('machines/completion-router driven for real along the shortest paths', 
   const name = (run: Step[]) =>
     run
       .map((s) =>
-        s.event.type === 'COMPLETED'
-          ? `COMPLETED(${s.event.job.id})`
+        jobIdOf(s.event) !== undefined
+          ? `COMPLETED(${jobIdOf(s.event)})`
           : s.event.type.replace(/^xstate\.|\.router\..*$/g, ''),
       )
       .join(' → ');
@@ -213,8 +232,11 @@ describe('machines/completion-router driven for real along the shortest paths', 
         completionRouterMachine.provide({
           actors: {
             completions: fromCallback<RouterMachineEvent, { readonly publication: string }>(({ sendBack }) =>
-              subscribeCompletions(jh.jobs, { lease } as unknown as AgentRecord, counts, (job) =>
-                sendBack({ type: 'COMPLETED', job }),
+              subscribeCompletions(
+                { jobs: jh.jobs },
+                { lease } as unknown as AgentRecord,
+                counts,
+                (completion) => sendBack({ type: 'COMPLETED', completion }),
               ),
             ),
             deliver: fromPromise(
@@ -224,22 +246,25 @@ describe('machines/completion-router driven for real along the shortest paths', 
         }),
         { input, clock },
       ).start();
+      const realKey = (key: string) => `job:${real[key.replace(/^job:/, '')]}`;
       const finished = new Set<string>();
-      for (const { event, next } of run) {
-        if (event.type === 'COMPLETED' && !finished.has(event.job.id)) {
-          finished.add(event.job.id);
-          jobs[event.job.id as 'a' | 'b'].finish(); // a real completion through the service's subscription
-        } else if (event.type === 'COMPLETED') {
-          router.send({ type: 'COMPLETED', job: { ...info(real[event.job.id]!) } }); // a repeat: the ledger refuses it
+      for (const { event, prev, next } of run) {
+        const jobId = jobIdOf(event) as 'a' | 'b' | undefined;
+        if (jobId !== undefined && !finished.has(jobId) && attached(prev)) {
+          finished.add(jobId);
+          jobs[jobId].finish(); // a real completion through the service's subscription
+        } else if (jobId !== undefined) {
+          // a repeat (the ledger refuses it), or one sent after DETACH (nobody listens)
+          router.send({ type: 'COMPLETED', completion: { kind: 'job', job: info(real[jobId]!) } });
         } else if (event === windowClosed) clock.increment(input.windowMs);
         else if (event === delivered) delivery!.resolve();
         else if (event === deliveryFailed) delivery!.reject(new Error('sender down'));
         else router.send(event);
         const want = JSON.stringify([
           next.value,
-          next.context.claimed.map((id) => real[id]),
-          ids(next.context.pending).map((id) => real[id]),
-          ids(next.context.batch).map((id) => real[id]),
+          next.context.claimed.map(realKey),
+          ids(next.context.pending).map(realKey),
+          ids(next.context.batch).map(realKey),
           next.context.delivered,
           next.context.failed,
         ]);
@@ -258,9 +283,11 @@ describe('machines/completion-router driven for real along the shortest paths', 
           if (i > 6_000) throw new Error(`${event.type}: ${shown()} ≠ ${want}`);
           await sleep(5);
         }
+        // D1, S5: the job-service listener lives exactly as long as the source is attached
+        expect(counts.listeners, event.type).toBe(attached(router.getSnapshot()) ? 1 : 0);
       }
       if (router.getSnapshot().status === 'active') router.send({ type: 'CLOSE' });
-      expect(counts.listeners).toBe(0); // D1: leaving `listening` detached the job-service listener
+      expect(counts.listeners).toBe(0);
       for (const job of Object.values(jobs)) job.finish();
       await jh.jobs.drainOwner(lease.token);
     },

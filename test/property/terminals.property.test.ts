@@ -158,7 +158,13 @@ describe('terminal service (model-based)', () => {
         } finally {
           await rt.dispose();
         }
-        expect(rt.terminals.stats()).toEqual({ open: 0, busy: 0, hostAlive: false });
+        expect(rt.terminals.stats()).toEqual({
+          open: 0,
+          busy: 0,
+          hostAlive: false,
+          listeners: 0,
+          deliveries: 0,
+        });
         expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
       }),
       { numRuns: NUM_RUNS },

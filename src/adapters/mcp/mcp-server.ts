@@ -5,7 +5,7 @@ import {
   ListToolsRequestSchema,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { JobService } from '../../jobs/job-types.js';
+import type { CompletionSources } from '../../completions/completion-sources.js';
 import type { AgentOwnerToken } from '../../owners/owner-token.js';
 import { fitBudget } from '../../tools/tool-output.js';
 import type { OwnerTools, ToolInputSchema, ToolResult } from '../../tools/tool-types.js';
@@ -15,8 +15,8 @@ import { forwardCompletions } from './mcp-notices.js';
 export interface McpServerOptions {
   /** The tools, already bound to this connection's owner (O3: one owner per connection). */
   readonly tools: OwnerTools;
-  /** Where completions of that owner's background jobs come from. */
-  readonly jobs: JobService;
+  /** Where that owner's completions come from: its jobs and terminals. */
+  readonly completions: CompletionSources;
   readonly owner: AgentOwnerToken;
   /** The registry's output budget: appended notices stay within it too. */
   readonly outputBudgetChars: number;
@@ -35,7 +35,7 @@ export interface McpConnection {
 const INSTRUCTIONS = `Tether runs shell commands, background jobs and interactive terminals for you.
 - bash runs a command to its end; with run_in_background: true it starts a job and returns its id.
 - Follow jobs with job_wait, job_read and job_kill. When a job finishes, the server sends a logging notification (notifications/message, logger "tether", data.event "job_completed") and adds a [notice] line to your next tool result.
-- terminal_open and terminal_send drive interactive programs; terminal_send says whether the program is waiting for your input.
+- terminal_open and terminal_send drive interactive programs; terminal_send says whether the program is waiting for your input. A terminal whose shell exits on its own is reported the same way (data.event "terminal_exited").
 Everything you start ends when you disconnect.`;
 
 /**
@@ -46,7 +46,7 @@ Everything you start ends when you disconnect.`;
  * @example
  * ```ts
  * const { server, stopNotices } = createMcpServer({
- *   tools: bindTools(registry, lease.token), jobs: rt.jobs, owner: lease.token,
+ *   tools: bindTools(registry, lease.token), completions: rt, owner: lease.token,
  *   outputBudgetChars: 30_000, version: '0.1.0',
  * });
  * await server.connect(new StdioServerTransport());
@@ -58,7 +58,12 @@ export function createMcpServer(options: McpServerOptions): McpConnection {
     { name: 'tether', version: options.version },
     { capabilities: { tools: {}, logging: {} }, instructions: INSTRUCTIONS },
   );
-  const notices = forwardCompletions(options.jobs, options.owner, server, options.onError ?? (() => {}));
+  const notices = forwardCompletions(
+    options.completions,
+    options.owner,
+    server,
+    options.onError ?? (() => {}),
+  );
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({
     tools: tools.list().map((tool) => ({

@@ -51,7 +51,7 @@ export async function serveMcpOverStdio(options: McpStdioOptions = {}): Promise<
   });
   const { server, stopNotices } = createMcpServer({
     tools: bindTools(registry, lease.token),
-    jobs: rt.jobs,
+    completions: { jobs: rt.jobs, terminals: rt.terminals },
     owner: lease.token,
     outputBudgetChars,
     version: options.version ?? '0.0.0',

@@ -1,27 +1,37 @@
-import type { JobInfo, JobSubscription } from './job-types.js';
+/** What a hub routes: the final facts of something that ended, named by a unique `id`. */
+export interface Completed {
+  readonly id: string;
+}
 
 /** A completion listener; may be async. Its failures go to the service's error path. */
-export type CompletionListener = (info: JobInfo) => void | Promise<void>;
+export type CompletionListener<T extends Completed> = (info: T) => void | Promise<void>;
 
-interface Subscriber {
+/** A listener's registration; `dispose()` detaches it (idempotent). */
+export interface CompletionSubscription extends Disposable {
+  dispose(): void;
+}
+
+interface Subscriber<T extends Completed> {
   readonly ownerKey: string;
-  readonly listener: CompletionListener;
-  /** Jobs this subscriber was claimed for: the at-most-once ledger (J6). */
+  readonly listener: CompletionListener<T>;
+  /** Ids this subscriber was claimed for: the at-most-once ledger (J6, W1). */
   readonly claimed: Set<string>;
   active: boolean;
 }
 
 /**
- * Completion routing for the job service (SPEC J6, S5, W1).
+ * Completion routing per owner (SPEC J6, S5, W1), shared by the job service (ended jobs)
+ * and the terminal service (sessions that exited on their own).
  *
- * - Live: when a job ends, every subscriber of its owner is claimed for it and called once.
+ * - Live: when something of an owner ends, every subscriber of that owner is claimed for it
+ *   and called once.
  * - Replay (subscribe, then snapshot): a new subscriber first joins, then receives every
- *   ended job of its owner that no listener was ever called for (completions that fell into
- *   a gap with no subscriber, e.g. across a hot reload). Jobs already reported to a listener
+ *   ended item of its owner that no listener was ever called for (completions that fell into
+ *   a gap with no subscriber, e.g. across a hot reload). Items already reported to a listener
  *   are not replayed, so a replacement router does not repeat notices.
  * - A claim is taken before the call, atomically (one thread), and never retried: a listener
  *   that throws or rejects is reported to `onError` once, other listeners still run, and the
- *   job's facts stay queryable.
+ *   facts stay queryable.
  * - Calls happen on a later microtask, never inside a machine transition.
  *
  * @example
@@ -32,14 +42,14 @@ interface Subscriber {
  * sub.dispose();
  * ```
  */
-export class CompletionHub {
-  readonly #onError: (error: unknown, info: JobInfo) => void;
-  readonly #subscribers = new Set<Subscriber>();
-  /** Jobs some listener was actually called for. */
+export class CompletionHub<T extends Completed> {
+  readonly #onError: (error: unknown, info: T) => void;
+  readonly #subscribers = new Set<Subscriber<T>>();
+  /** Ids some listener was actually called for. */
   readonly #reported = new Set<string>();
   readonly #deliveries = new Set<Promise<void>>();
 
-  constructor(onError: (error: unknown, info: JobInfo) => void) {
+  constructor(onError: (error: unknown, info: T) => void) {
     this.#onError = onError;
   }
 
@@ -53,13 +63,13 @@ export class CompletionHub {
     return this.#deliveries.size;
   }
 
-  /** Joins first, then replays `ended()` jobs never reported to any listener. */
+  /** Joins first, then replays `ended()` items never reported to any listener. */
   subscribe(
     ownerKey: string,
-    listener: CompletionListener,
-    ended: () => readonly JobInfo[],
-  ): JobSubscription {
-    const sub: Subscriber = { ownerKey, listener, claimed: new Set(), active: true };
+    listener: CompletionListener<T>,
+    ended: () => readonly T[],
+  ): CompletionSubscription {
+    const sub: Subscriber<T> = { ownerKey, listener, claimed: new Set(), active: true };
     this.#subscribers.add(sub);
     for (const info of ended()) {
       if (!this.#reported.has(info.id)) this.#deliver(sub, info);
@@ -72,8 +82,8 @@ export class CompletionHub {
     return { dispose, [Symbol.dispose]: dispose };
   }
 
-  /** A job of `ownerKey` ended: claim and call every subscriber of that owner. */
-  publish(ownerKey: string, info: JobInfo): void {
+  /** Something of `ownerKey` ended: claim and call every subscriber of that owner. */
+  publish(ownerKey: string, info: T): void {
     for (const sub of this.#subscribers) {
       if (sub.ownerKey === ownerKey) this.#deliver(sub, info);
     }
@@ -85,10 +95,10 @@ export class CompletionHub {
     this.#subscribers.clear();
   }
 
-  /** The job's record is gone: drop its claims. */
-  forget(jobId: string): void {
-    this.#reported.delete(jobId);
-    for (const sub of this.#subscribers) sub.claimed.delete(jobId);
+  /** The record behind `id` is gone: drop its claims. */
+  forget(id: string): void {
+    this.#reported.delete(id);
+    for (const sub of this.#subscribers) sub.claimed.delete(id);
   }
 
   /** Resolves when no listener call is in flight. */
@@ -97,14 +107,14 @@ export class CompletionHub {
   }
 
   // The error path must not become an unhandled rejection itself.
-  #report(error: unknown, info: JobInfo): void {
+  #report(error: unknown, info: T): void {
     try {
       this.#onError(error, info);
     } catch {}
   }
 
-  // Claims (sub, job) and schedules the one call; a disposed subscriber is skipped.
-  #deliver(sub: Subscriber, info: JobInfo): void {
+  // Claims (sub, item) and schedules the one call; a disposed subscriber is skipped.
+  #deliver(sub: Subscriber<T>, info: T): void {
     if (sub.claimed.has(info.id)) return;
     sub.claimed.add(info.id);
     const delivery = Promise.resolve()
