@@ -36,6 +36,34 @@ describe('rt.agents (composition root)', () => {
     await agent.dispose();
   });
 
+  it('W1, W3: a terminal whose shell exits on its own wakes its idle agent with a notice carrying the exit', async () => {
+    const notices: InboxItem[] = [];
+    let woke!: () => void;
+    const woken = new Promise<void>((resolve) => {
+      woke = resolve;
+    });
+    const agent = rt.agents.create({
+      sessionId: 'term',
+      onTurn: (turn) => {
+        const items = turn.inbox.claim().filter((i) => i.kind === 'notice');
+        notices.push(...items);
+        if (turn.reason === 'notice') woke();
+      },
+    });
+    const t = await rt.terminals.open(agent.owner);
+    await rt.terminals.send(agent.owner, t.id, 'exit 4\r', { timeoutMs: 10_000 });
+    await woken;
+    expect(notices).toEqual([
+      expect.objectContaining({
+        kind: 'notice',
+        jobs: [],
+        terminals: [expect.objectContaining({ id: t.id, exitCode: 4, reason: 'exit' })],
+      }),
+    ]);
+    expect(agent.status()).toMatchObject({ turns: 1, wakes: 1 });
+    await agent.dispose();
+  });
+
   it('D1: agent.dispose retires the owner and drains its terminals and jobs to verified-dead trees', async () => {
     const agent = rt.agents.create({ sessionId: 's2', onTurn: () => {} });
     const t = await rt.terminals.open(agent.owner);
