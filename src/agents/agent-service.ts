@@ -56,8 +56,9 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   let teardowns = 0;
   let published = 0;
   let reloads = 0;
-  /** The reload in progress (reloads run one at a time). */
+  /** The reload in progress (reloads run one at a time), and every reload not yet settled. */
   let reloading: Promise<unknown> = Promise.resolve();
+  const reloadWork = new AgentWork(timers);
   let disposing: Promise<void> | undefined;
 
   const recordOf = (publication: string): AgentRecord => {
@@ -207,13 +208,14 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
         timers: clock.live + timers.timers,
         waiters: teardowns,
         errors: inFlight('error'),
+        reloads: reloadWork.count('reload'),
       };
     },
 
     reload(during) {
       assertArgument(typeof during === 'function', 'reload(during) takes a function to run in the gap');
       const run = () => reloadWith(during);
-      const result = reloading.then(run, run);
+      const result = reloadWork.track('reload', reloading.then(run, run));
       reloading = result.catch(() => {});
       return result;
     },
@@ -222,6 +224,13 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       disposing ??= (async () => {
         system.send({ type: 'CLOSE' });
         await Promise.all([...records.values()].map(disposeAgent));
+        // D3: a reload's gap (the caller's `during`) is waited for, bounded like a turn.
+        if (!(await reloadWork.settleWithin('reload', turnGraceMs))) {
+          process.emitWarning(
+            `reload(during) did not settle within ${turnGraceMs} ms after the agent service was disposed; it was abandoned`,
+            { code: 'TETHER_AGENT' },
+          );
+        }
         system.stop();
       })();
       return disposing;

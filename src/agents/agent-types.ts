@@ -188,6 +188,8 @@ export interface AgentServiceStats {
   readonly waiters: number;
   /** Error publications in flight. */
   readonly errors: number;
+  /** Hot reloads (S5) not yet settled. */
+  readonly reloads: number;
 }
 
 /**

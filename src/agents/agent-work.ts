@@ -1,7 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** The kinds of asynchronous work an agent publication hands out and teardown waits for (D1). */
-export type WorkKind = 'turn' | 'delivery' | 'error';
+/**
+ * The kinds of asynchronous work an agent publication hands out and teardown waits for (D1);
+ * `reload` is the service's own (a hot reload's gap, S5).
+ */
+export type WorkKind = 'turn' | 'delivery' | 'error' | 'reload';
 
 /** Service-wide counts of the deadline timers the trackers arm (D3). */
 export interface WorkTimers {
@@ -26,6 +29,7 @@ export class AgentWork {
     turn: new Set(),
     delivery: new Set(),
     error: new Set(),
+    reload: new Set(),
   };
   readonly #timers: WorkTimers;
 
@@ -40,7 +44,7 @@ export class AgentWork {
 
   /** Whether nothing of any kind is in flight. */
   get idle(): boolean {
-    return this.count('turn') + this.count('delivery') + this.count('error') === 0;
+    return Object.values(this.#live).every((set) => set.size === 0);
   }
 
   /** Counts `promise` under `kind` until it settles; returns it unchanged. */

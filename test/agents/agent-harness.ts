@@ -90,6 +90,7 @@ export const QUIESCENT = {
   timers: 0,
   waiters: 0,
   errors: 0,
+  reloads: 0,
 } as const;
 
 /** A turn the test holds open until it calls `end()` (or `fail()`). */

@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Agent, Turn } from '../../src/agents/agent-types.js';
+import type { Agent, Notice, Turn } from '../../src/agents/agent-types.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import { type AgentHarness, agentHarness, noticeJobIds, QUIESCENT } from '../agents/agent-harness.js';
 
-// Model-based teardown property (D1–D3, W1, O1) over random sequences of agent and job
-// operations with real processes. Each run is a fresh runtime, so the count is modest for
+// Model-based teardown property (D1–D3, W1, O1, S5) over random sequences of agent, job and
+// hot-reload operations with real processes. Each run is a fresh runtime, so the count is modest for
 // CI: NUM_RUNS runs of up to MAX_COMMANDS commands (TETHER_PROPERTY_RUNS=200 for a soak).
 const NUM_RUNS = Number(process.env.TETHER_PROPERTY_RUNS ?? 20);
 const MAX_COMMANDS = 20;
@@ -29,6 +29,8 @@ interface Real {
   readonly jobIds: Set<string>[];
   /** Job ids every agent saw in claimed notices, with counts (at most once each, W1/J6). */
   readonly claimed: Map<string, number>[];
+  /** Job ids of every notice delivered to each agent (`onNotice`), with counts. */
+  readonly delivered: Map<string, number>[];
   /** Every promise handed out (by the runtime, and the drivers' turns): all must settle. */
   readonly promises: { readonly label: string; settled: boolean }[];
 }
@@ -77,12 +79,17 @@ const create = (session: number, wake: 'wakeup' | 'quiet', maxWakes: number, beh
       );
       return;
     }
-    const agent = r.h.agents.create({ sessionId, wake, maxWakes, onTurn });
+    const delivered = new Map<string, number>();
+    const onNotice = (notice: Notice) => {
+      for (const { id } of notice.jobs) delivered.set(id, (delivered.get(id) ?? 0) + 1);
+    };
+    const agent = r.h.agents.create({ sessionId, wake, maxWakes, onTurn, onNotice });
     for (const other of r.agents) expect(agent.owner).not.toBe(other.owner); // O1, also for a reused sessionId
     m.agents.push({ sessionId, disposed: false, jobs: 0 });
     r.agents.push(agent);
     r.jobIds.push(new Set());
     r.claimed.push(new Map());
+    r.delivered.push(delivered);
   },
   toString: () => `create(s${session}, ${wake}, ${maxWakes}, ${behaviour})`,
 });
@@ -172,6 +179,27 @@ const disposeAll = (wait: boolean): Cmd => ({
   toString: () => `disposeAll(${wait ? 'awaited' : 'not awaited'})`,
 });
 
+// S5: a hot reload of the wiring, with a gap of `gapMs` in which completions land unheard.
+const reload = (gapMs: number, wait: boolean): Cmd => ({
+  check: () => true,
+  async run(m, r) {
+    const reloading = track(
+      r,
+      'reload',
+      r.h.agents.reload(() => sleep(gapMs)),
+    );
+    if (m.serviceDisposed) {
+      await expect(reloading).rejects.toMatchObject({ code: 'RUNTIME_DISPOSED' });
+      return;
+    }
+    if (!wait) return;
+    await reloading;
+    const live = m.agents.filter((a) => !a.disposed).length;
+    expect(r.h.agents.stats().listeners, 'one attached router per live agent').toBe(live);
+  },
+  toString: () => `reload(gap ${gapMs} ms, ${wait ? 'awaited' : 'not awaited'})`,
+});
+
 const createArb = fc
   .tuple(
     fc.nat(2),
@@ -198,12 +226,29 @@ const commands = [
     },
     { arbitrary: fc.nat().map(say), weight: 3 },
     { arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([n, w]) => disposeAgent(n, w)), weight: 2 },
+    {
+      arbitrary: fc.tuple(fc.constantFrom(0, 5, 30), fc.boolean()).map(([g, w]) => reload(g, w)),
+      weight: 2,
+    },
     { arbitrary: fc.boolean().map(disposeAll), weight: 1 },
   ),
 ];
 
+// W1, S5: every job of a live agent that ended reaches that agent in a notice — reloads and
+// their gaps included — within a generous bound (none is lost).
+async function everyCompletionDelivered(m: Model, r: Real): Promise<void> {
+  for (const [index, model] of m.agents.entries()) {
+    if (model.disposed) continue;
+    const agent = r.agents[index]!;
+    const ended = (await r.h.jobs.list(agent.owner)).filter((j) => j.isTerminal).map((j) => j.id);
+    const missing = () => ended.filter((id) => !r.delivered[index]!.has(id));
+    for (let i = 0; missing().length > 0 && i < 200; i++) await sleep(10);
+    expect(missing(), `${agent.id} never heard of these ended jobs`).toEqual([]);
+  }
+}
+
 describe('teardown (model-based)', () => {
-  it('D1–D3: random agent/job/dispose sequences end quiescent — no process, timer, listener, turn or pending promise', async () => {
+  it('D1–D3, S5: random agent/job/reload/dispose sequences end quiescent — no process, timer, listener, turn or pending promise', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(createArb, { minLength: 1, maxLength: 3 }),
@@ -214,18 +259,20 @@ describe('teardown (model-based)', () => {
             { quietWindowMs: windowMs, turnGraceMs: 5_000 },
             { maxRunningPerOwner: LIMIT },
           );
-          const real: Real = { h, agents: [], jobIds: [], claimed: [], promises: [] };
+          const real: Real = { h, agents: [], jobIds: [], claimed: [], delivered: [], promises: [] };
           const model: Model = { agents: [], serviceDisposed: false };
           try {
             for (const cmd of initial) await cmd.run(model, real);
             await fc.asyncModelRun(() => ({ model, real }), cmds);
+            if (!model.serviceDisposed) await everyCompletionDelivered(model, real);
           } finally {
             await h.close(); // D2 for agents, then jobs; asserts stats are all zero (D3)
             expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
             await sleep(0);
             expect(real.promises.filter((p) => !p.settled).map((p) => p.label)).toEqual([]);
           }
-          for (const counts of real.claimed) for (const [id, n] of counts) expect(n, id).toBe(1);
+          for (const counts of [...real.claimed, ...real.delivered])
+            for (const [id, n] of counts) expect(n, id).toBe(1);
           expect(h.agents.stats()).toEqual(QUIESCENT);
         },
       ),
