@@ -14,6 +14,8 @@ import { createOwnerRegistry, type OwnerRegistry } from '../../src/owners/owner-
 import { shellJobSpec } from '../../src/shell/shell-job.js';
 import type { ShellDeps } from '../../src/shell/shell-service.js';
 import { createLocalProvider } from '../../src/subprocess/local-provider.js';
+import { createTerminalService } from '../../src/terminals/terminal-service.js';
+import type { TerminalService } from '../../src/terminals/terminal-types.js';
 
 export type ReportedError = { error: unknown } & Parameters<AgentErrorReporter>[1];
 
@@ -21,12 +23,14 @@ export type ReportedError = { error: unknown } & Parameters<AgentErrorReporter>[
 export interface AgentHarness {
   readonly owners: OwnerRegistry;
   readonly jobs: JobService;
+  /** Terminals (their PTY worker starts on the first open); agents drain them before jobs. */
+  readonly terminals: TerminalService;
   readonly agents: AgentService;
   /** What the agent service published on its error path. */
   readonly errors: ReportedError[];
   /** `rt.shell.background` for an agent: a real `/bin/bash -c` job owned by the agent. */
   background(agent: Agent, command: string): Promise<JobInfo>;
-  /** D2 then D3: disposes agents and jobs and asserts every count is zero. */
+  /** D2 then D3: disposes agents, terminals and jobs and asserts every count is zero. */
   close(): Promise<void>;
 }
 
@@ -39,10 +43,16 @@ export function agentHarness(
 ): AgentHarness {
   const owners = createOwnerRegistry();
   const jobs = createJobService({ owners, onError: () => {}, ...jobOptions });
+  const terminals = createTerminalService({
+    owners,
+    defaults: { shell: '/bin/bash', cwd: '/', cleanupGraceMs: 500 },
+  });
   const errors: ReportedError[] = [];
   const agents = createAgentService({
     owners,
     jobs,
+    terminals,
+    drainables: [terminals],
     onError: (error, where) => {
       errors.push({ error, ...where });
     },
@@ -58,14 +68,17 @@ export function agentHarness(
   return {
     owners,
     jobs,
+    terminals,
     agents,
     errors,
     background: (agent, command) => jobs.start(agent.owner, shellJobSpec(shell, { command })),
     async close() {
       await agents.dispose();
       lifetime.abort();
+      await terminals.dispose();
       await jobs.dispose();
       expect(agents.stats()).toEqual(QUIESCENT);
+      expect(terminals.stats()).toEqual({ open: 0, busy: 0, hostAlive: false, listeners: 0, deliveries: 0 });
       expect(jobs.stats()).toMatchObject({
         running: 0,
         starting: 0,

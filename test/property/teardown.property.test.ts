@@ -6,10 +6,10 @@ import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import { type AgentHarness, agentHarness, noticeJobIds, QUIESCENT } from '../agents/agent-harness.js';
 
-// Model-based teardown property (D1–D3, W1, O1, S5) over random sequences of agent, job and
-// hot-reload operations with real processes. Each run is a fresh runtime, so the count is modest for
+// Model-based teardown property (D1–D3, W1, O1, S5) over random sequences of agent, job,
+// terminal and hot-reload operations with real processes and PTYs. Each run is a fresh runtime, so the count is modest for
 // CI: NUM_RUNS runs of up to MAX_COMMANDS commands (TETHER_PROPERTY_RUNS=200 for a soak).
-const NUM_RUNS = Number(process.env.TETHER_PROPERTY_RUNS ?? 20);
+const NUM_RUNS = Number(process.env.TETHER_PROPERTY_RUNS ?? 40);
 const MAX_COMMANDS = 20;
 const LIMIT = 3;
 
@@ -18,6 +18,7 @@ interface ModelAgent {
   readonly sessionId: string;
   disposed: boolean;
   jobs: number;
+  terminals: number;
 }
 interface Model {
   readonly agents: ModelAgent[];
@@ -29,12 +30,18 @@ interface Real {
   readonly jobIds: Set<string>[];
   /** Job ids every agent saw in claimed notices, with counts (at most once each, W1/J6). */
   readonly claimed: Map<string, number>[];
-  /** Job ids of every notice delivered to each agent (`onNotice`), with counts. */
+  /** Job and terminal ids of every notice delivered to each agent (`onNotice`), with counts. */
   readonly delivered: Map<string, number>[];
+  readonly terminalIds: string[][];
+  /** Terminals whose shell was told to exit (their session exit must reach the agent). */
+  readonly exited: Set<string>[];
   /** Every promise handed out (by the runtime, and the drivers' turns): all must settle. */
   readonly promises: { readonly label: string; settled: boolean }[];
 }
 type Cmd = fc.AsyncCommand<Model, Real>;
+
+/** What the runs exercised, printed once (a property that never reaches a case proves nothing). */
+const exercised = { runs: 0, commands: 0, terminals: 0, exits: 0, reloads: 0, jobs: 0 };
 
 function track(r: Real, label: string, promise: Promise<unknown>): Promise<unknown> {
   const entry = { label, settled: false };
@@ -81,15 +88,18 @@ const create = (session: number, wake: 'wakeup' | 'quiet', maxWakes: number, beh
     }
     const delivered = new Map<string, number>();
     const onNotice = (notice: Notice) => {
-      for (const { id } of notice.jobs) delivered.set(id, (delivered.get(id) ?? 0) + 1);
+      for (const { id } of [...notice.jobs, ...notice.terminals])
+        delivered.set(id, (delivered.get(id) ?? 0) + 1);
     };
     const agent = r.h.agents.create({ sessionId, wake, maxWakes, onTurn, onNotice });
     for (const other of r.agents) expect(agent.owner).not.toBe(other.owner); // O1, also for a reused sessionId
-    m.agents.push({ sessionId, disposed: false, jobs: 0 });
+    m.agents.push({ sessionId, disposed: false, jobs: 0, terminals: 0 });
     r.agents.push(agent);
     r.jobIds.push(new Set());
     r.claimed.push(new Map());
     r.delivered.push(delivered);
+    r.terminalIds.push([]);
+    r.exited.push(new Set());
   },
   toString: () => `create(s${session}, ${wake}, ${maxWakes}, ${behaviour})`,
 });
@@ -104,6 +114,7 @@ const start = (n: number, kind: 'hold' | 'quick', exitCode: number): Cmd => ({
       const info = await track(r, `start ${command}`, r.h.background(r.agents[index]!, command));
       expect(model.disposed).toBe(false);
       r.jobIds[index]!.add((info as { id: string }).id);
+      exercised.jobs++;
       model.jobs++;
     } catch (error) {
       const code = (error as { code?: string }).code;
@@ -140,6 +151,57 @@ const complete = (n: number, j: number, timeoutMs: number): Cmd => ({
     await track(r, 'wait', r.h.jobs.wait(r.agents[index]!.owner, ids[j % ids.length]!, timeoutMs));
   },
   toString: () => `complete(#${n}, job ${j}, ${timeoutMs} ms)`,
+});
+
+const openTerminal = (n: number): Cmd => ({
+  check: (m) => m.agents.length > 0,
+  async run(m, r) {
+    const index = n % m.agents.length;
+    const promise = r.h.terminals.open(r.agents[index]!.owner);
+    track(r, 'terminal open', promise);
+    if (m.agents[index]!.disposed) {
+      await expect(promise).rejects.toMatchObject({ code: 'OWNER_RETIRED' });
+      return;
+    }
+    r.terminalIds[index]!.push((await promise).id);
+    exercised.terminals++;
+    m.agents[index]!.terminals++;
+  },
+  toString: () => `openTerminal(#${n})`,
+});
+
+// Input to a terminal: leave processes behind (also outside its group), print, or end the shell.
+const TERMINAL_INPUT = {
+  spawn: 'sleep 1000 & setsid sleep 1000 &\r',
+  echo: 'echo hi\r',
+  exit: 'exit 3\r',
+} as const;
+
+const sendTerminal = (n: number, t: number, what: keyof typeof TERMINAL_INPUT): Cmd => ({
+  check: (m) => m.agents.some((a) => a.terminals > 0),
+  async run(m, r) {
+    const index = n % m.agents.length;
+    const ids = r.terminalIds[index]!;
+    if (ids.length === 0) return;
+    const id = ids[t % ids.length]!;
+    const promise = r.h.terminals.send(r.agents[index]!.owner, id, TERMINAL_INPUT[what], {
+      settleMs: 50,
+      timeoutMs: 3_000,
+    });
+    track(r, `terminal send ${what}`, promise);
+    try {
+      await promise;
+      if (what === 'exit') {
+        r.exited[index]!.add(id);
+        exercised.exits++;
+      }
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      const expected = m.agents[index]!.disposed ? 'OWNER_RETIRED' : 'TERMINAL_CLOSED';
+      expect(code, String(error)).toBe(expected);
+    }
+  },
+  toString: () => `sendTerminal(#${n}, terminal ${t}, ${what})`,
 });
 
 const say = (n: number): Cmd => ({
@@ -192,6 +254,7 @@ const reload = (gapMs: number, wait: boolean): Cmd => ({
       await expect(reloading).rejects.toMatchObject({ code: 'RUNTIME_DISPOSED' });
       return;
     }
+    exercised.reloads++;
     if (!wait) return;
     await reloading;
     const live = m.agents.filter((a) => !a.disposed).length;
@@ -225,6 +288,13 @@ const commands = [
       weight: 3,
     },
     { arbitrary: fc.nat().map(say), weight: 3 },
+    { arbitrary: fc.nat().map(openTerminal), weight: 4 },
+    {
+      arbitrary: fc
+        .tuple(fc.nat(), fc.nat(), fc.constantFrom('spawn', 'echo', 'exit' as const))
+        .map(([n, t, w]) => sendTerminal(n, t, w)),
+      weight: 10,
+    },
     { arbitrary: fc.tuple(fc.nat(), fc.boolean()).map(([n, w]) => disposeAgent(n, w)), weight: 2 },
     {
       arbitrary: fc.tuple(fc.constantFrom(0, 5, 30), fc.boolean()).map(([g, w]) => reload(g, w)),
@@ -234,21 +304,23 @@ const commands = [
   ),
 ];
 
-// W1, S5: every job of a live agent that ended reaches that agent in a notice — reloads and
-// their gaps included — within a generous bound (none is lost).
+// W1, S5: every job of a live agent that ended, and every terminal whose shell it told to
+// exit, reaches that agent in a notice — reloads and their gaps included — within a generous
+// bound (none is lost).
 async function everyCompletionDelivered(m: Model, r: Real): Promise<void> {
   for (const [index, model] of m.agents.entries()) {
     if (model.disposed) continue;
     const agent = r.agents[index]!;
     const ended = (await r.h.jobs.list(agent.owner)).filter((j) => j.isTerminal).map((j) => j.id);
+    ended.push(...r.exited[index]!);
     const missing = () => ended.filter((id) => !r.delivered[index]!.has(id));
-    for (let i = 0; missing().length > 0 && i < 200; i++) await sleep(10);
-    expect(missing(), `${agent.id} never heard of these ended jobs`).toEqual([]);
+    for (let i = 0; missing().length > 0 && i < 500; i++) await sleep(10);
+    expect(missing(), `${agent.id} never heard of these ended jobs and terminals`).toEqual([]);
   }
 }
 
 describe('teardown (model-based)', () => {
-  it('D1–D3, S5: random agent/job/reload/dispose sequences end quiescent — no process, timer, listener, turn or pending promise', async () => {
+  it('D1–D3, S5: random agent/job/terminal/reload/dispose sequences end quiescent — no process, timer, listener, turn or pending promise', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(createArb, { minLength: 1, maxLength: 3 }),
@@ -259,10 +331,21 @@ describe('teardown (model-based)', () => {
             { quietWindowMs: windowMs, turnGraceMs: 5_000 },
             { maxRunningPerOwner: LIMIT },
           );
-          const real: Real = { h, agents: [], jobIds: [], claimed: [], delivered: [], promises: [] };
+          const real: Real = {
+            h,
+            agents: [],
+            jobIds: [],
+            claimed: [],
+            delivered: [],
+            terminalIds: [],
+            exited: [],
+            promises: [],
+          };
           const model: Model = { agents: [], serviceDisposed: false };
           try {
-            for (const cmd of initial) await cmd.run(model, real);
+            for (const cmd of [...initial, openTerminal(0)]) await cmd.run(model, real);
+            exercised.runs++;
+            exercised.commands += [...cmds].length;
             await fc.asyncModelRun(() => ({ model, real }), cmds);
             if (!model.serviceDisposed) await everyCompletionDelivered(model, real);
           } finally {
@@ -278,5 +361,8 @@ describe('teardown (model-based)', () => {
       ),
       { numRuns: NUM_RUNS },
     );
+    console.log(`teardown property: ${JSON.stringify(exercised)}`);
+    expect(exercised.exits, 'some runs ended a terminal shell').toBeGreaterThan(0);
+    expect(exercised.reloads, 'some runs reloaded').toBeGreaterThan(0);
   });
 });
