@@ -43,7 +43,11 @@ export {
 export type { RuntimeOptions } from './runtime-options.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
 export type { EnvPolicy } from './subprocess/env.js';
-export { createLocalProvider, type LocalProviderOptions } from './subprocess/local-provider.js';
+export {
+  createLocalProvider,
+  type LocalProvider,
+  type LocalProviderOptions,
+} from './subprocess/local-provider.js';
 export type {
   ProcessIdentity,
   StdioDisposition,
@@ -51,6 +55,10 @@ export type {
   SubprocessHandle,
   SubprocessProvider,
   SubprocessSpawnSpec,
+  TerminalHandle,
+  TerminalHandleExit,
+  TerminalSignalTarget,
+  TerminalSpawnSpec,
   TreeKillVerdict,
   TreeProof,
 } from './subprocess/types.js';

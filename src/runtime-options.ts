@@ -122,8 +122,9 @@ export function assertProvider(value: unknown, what: string): asserts value is S
     typeof candidate === 'object' &&
       candidate !== null &&
       typeof candidate.spawn === 'function' &&
+      typeof candidate.spawnTerminal === 'function' &&
       typeof candidate.name === 'string',
-    `${what} must be a SubprocessProvider: an object with a string 'name' and a spawn(spec) method`,
+    `${what} must be a SubprocessProvider: an object with a string 'name' and spawn(spec) and spawnTerminal(spec) methods`,
   );
 }
 

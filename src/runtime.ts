@@ -92,10 +92,13 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     retentionChars: opts.jobRetentionChars,
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
+  // The runtime owns every provider it was handed or made (S2, S5): dispose releases each.
+  const providers = new Set([opts.provider ?? createLocalProvider({ env: opts.env })]);
+  let current: SubprocessProvider = [...providers][0]!;
   const terminals = createTerminalService({
     owners,
+    provider: () => current,
     defaults: { shell: opts.shell, cwd: opts.cwd, cleanupGraceMs: opts.cleanupGraceMs },
-    env: opts.env,
     retentionChars: opts.terminalRetentionChars,
     maxPerOwner: opts.maxTerminalsPerOwner,
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
@@ -119,7 +122,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
 
   // `let`: a reload swaps the provider for the calls that start after it (S5).
   let shellDeps: ShellDeps = {
-    provider: opts.provider ?? createLocalProvider({ env: opts.env }),
+    provider: current,
     lifetime: lifetime.signal,
     spillPool,
     defaults: {
@@ -166,16 +169,19 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     async reload(next: ReloadOptions = {}) {
       if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
       assertArgument(typeof next === 'object' && next !== null, 'reload options must be an object');
-      const { provider } = next;
+      const incoming = next.provider;
       assertArgument(
-        provider === undefined || typeof provider === 'object' || typeof provider === 'function',
+        incoming === undefined || typeof incoming === 'object' || typeof incoming === 'function',
         'reload({ provider }) takes a SubprocessProvider or a function returning one',
       );
       await agents.reload(async () => {
-        if (provider === undefined) return;
-        const loaded = typeof provider === 'function' ? await provider() : provider;
+        if (incoming === undefined) return;
+        const loaded = typeof incoming === 'function' ? await incoming() : incoming;
         assertProvider(loaded, 'reload({ provider })');
-        if (!disposing) shellDeps = { ...shellDeps, provider: loaded };
+        if (disposing) return;
+        providers.add(loaded);
+        current = loaded;
+        shellDeps = { ...shellDeps, provider: loaded };
       });
     },
     dispose() {
@@ -186,6 +192,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         // Reverse start order: terminals, then jobs, each to verified-dead trees (D2).
         await terminals.dispose();
         await jobs.dispose();
+        await Promise.all([...providers].map((p) => p.dispose?.()));
         await spillPool?.destroy();
       })();
       return disposing;

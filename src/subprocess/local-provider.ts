@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn as spawnChild } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { TetherError } from '../errors.js';
+import { createPtyHost, type PtyHost } from '../terminals/pty-host.js';
 import { type EnvPolicy, sanitizeEnv } from './env.js';
 import { readIdentity } from './identity.js';
 import { newTreeId, TREE_MARKER_ENV } from './marker.js';
@@ -18,11 +19,24 @@ import type {
 export interface LocalProviderOptions {
   /** How the host env is sanitized before the spec's overlay is applied (S3). */
   readonly env?: EnvPolicy;
+  /**
+   * Where terminals run (tests). By default the provider starts its own PTY host worker on the
+   * first `spawnTerminal` and stops it in `dispose`; a given host is the caller's to dispose.
+   */
+  readonly ptyHost?: PtyHost;
+}
+
+/** The local provider: also says whether its PTY worker runs (`workers`) and stops it (`dispose`). */
+export interface LocalProvider extends SubprocessProvider {
+  readonly workers: number;
+  dispose(): Promise<void>;
 }
 
 /**
  * The provider that runs processes on this machine (S2). Every child leads its own process
  * group and session (`detached`), carries the tree marker in its env, and is killed as a tree.
+ * Terminals run in one PTY host worker thread (node-pty is not thread-safe), started on the
+ * first `spawnTerminal`.
  *
  * @example
  * ```ts
@@ -30,12 +44,30 @@ export interface LocalProviderOptions {
  * const child = await provider.spawn({ argv: ['sleep', '10'], cwd: '/', cleanupGraceMs: 500,
  *   stdio: { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' } });
  * const verdict = await child.kill(); // { status: 'quiescent', ... }
+ * const shell = await provider.spawnTerminal({ argv: ['/bin/bash', '-i'], cwd: '/', cols: 80, rows: 24,
+ *   cleanupGraceMs: 500, env: { TERM: 'xterm-256color' } });
+ * await shell.kill();
+ * await provider.dispose(); // the PTY worker stops
  * ```
  */
-export function createLocalProvider(options: LocalProviderOptions = {}): SubprocessProvider {
+export function createLocalProvider(options: LocalProviderOptions = {}): LocalProvider {
+  const host = options.ptyHost ?? createPtyHost();
   return {
     name: 'local',
     spawn: (spec) => spawnLocal(spec, options),
+    async spawnTerminal(spec) {
+      if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
+      assertDirectory(spec.cwd);
+      const { argv, cwd, cols, rows, cleanupGraceMs } = spec;
+      const env = sanitizeEnv(process.env, options.env, spec.env);
+      return host.open({ argv, cwd, cols, rows, cleanupGraceMs, env });
+    },
+    get workers() {
+      return host.alive ? 1 : 0;
+    },
+    async dispose() {
+      if (options.ptyHost === undefined) await host.dispose();
+    },
   };
 }
 

@@ -81,18 +81,82 @@ export interface SubprocessHandle {
   kill(): Promise<TreeKillVerdict>;
 }
 
-/** Options for a terminal child (used by the PTY host; S2). */
+/**
+ * A process to start on a pseudo-terminal (S1, S2): the same explicit fields as
+ * {@link SubprocessSpawnSpec} (the env is an overlay on the provider's sanitized host env), a
+ * window size instead of stdio dispositions.
+ */
 export interface TerminalSpawnSpec extends Omit<SubprocessSpawnSpec, 'stdio'> {
   readonly cols: number;
   readonly rows: number;
 }
 
+/** How a terminal's process ended. `host_crashed`: what hosted the PTY died; its tree was killed. */
+export interface TerminalHandleExit {
+  readonly exitCode: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly reason: 'exit' | 'host_crashed';
+}
+
+/** Which processes of a terminal a signal is for: its foreground process group, or its whole session. */
+export type TerminalSignalTarget = 'foreground' | 'session';
+
+/**
+ * A process on a pseudo-terminal handed out by a provider (S2). Its owner must call `kill()`.
+ * The terminal service proves `stdin_read` (T6) from this machine's /proc by `identity`; a
+ * handle whose process is elsewhere (a remote provider) never matches a local identity, so
+ * `send` then answers `inferred_idle` rather than claim a proof.
+ */
+export interface TerminalHandle {
+  /** The leader (session and group leader of the terminal), with its start time. */
+  readonly identity: ProcessIdentity;
+  /** The `TETHER_TREE` marker every process of this terminal inherits (S4). */
+  readonly treeId: string;
+  /** The slave side, e.g. `/dev/pts/7`. */
+  readonly ttyPath: string;
+  /** Resolves once all of `data` was written to the terminal; rejects TERMINAL_CLOSED after exit. */
+  write(data: string): Promise<void>;
+  /** Sets the window size (positive integers); ignored after exit. */
+  resize(cols: number, rows: number): void;
+  /**
+   * Batches of output, in order, every byte before `exited` resolves. Output that arrives while
+   * no listener is subscribed is kept and replayed to the next one. Returns the unsubscribe.
+   */
+  onData(listener: (text: string) => void): () => void;
+  /** `performance.now()` when the last batch of output arrived (the open time before any). */
+  readonly lastOutputAt: number;
+  /** Resolves, never rejects, after all output was delivered. */
+  readonly exited: Promise<TerminalHandleExit>;
+  /**
+   * Sends `signal` to the foreground process group or to every process of the session,
+   * re-reading identities first (T8). `false` when nothing was delivered, always after the
+   * leader's exit was observed.
+   */
+  signal(signal: NodeJS.Signals, target: TerminalSignalTarget): boolean;
+  /**
+   * Hangs the terminal up, then kills the whole tree and verifies it is gone (S4, T4).
+   * Resolves after `exited` when the verdict is quiescent.
+   */
+  kill(): Promise<TreeKillVerdict>;
+}
+
 /**
  * The execution seam (S2). The local provider runs on this machine; a remote provider
- * (SSH, a cloud sandbox) can replace it without any tool contract changing.
+ * (SSH, a cloud sandbox) can replace it without any tool contract changing. A runtime that
+ * was handed a provider (`createRuntime({ provider })`, `rt.reload({ provider })`) owns it
+ * from then on: `rt.dispose()` calls its `dispose`.
  */
 export interface SubprocessProvider {
   readonly name: string;
   /** Starts the process; rejects with TetherError SPAWN_FAILED / CWD_NOT_FOUND when it cannot. */
   spawn(spec: SubprocessSpawnSpec): Promise<SubprocessHandle>;
+  /** Starts the process on a new pseudo-terminal; rejects like `spawn`. */
+  spawnTerminal(spec: TerminalSpawnSpec): Promise<TerminalHandle>;
+  /** Worker threads (or connections) it runs now; 0 when it holds nothing (D3). */
+  readonly workers?: number;
+  /**
+   * Releases what the provider itself holds (e.g. the PTY worker), after every handle it gave
+   * out was killed. Idempotent; spawning afterwards fails with RUNTIME_DISPOSED.
+   */
+  dispose?(): Promise<void>;
 }

@@ -1,62 +1,20 @@
 import { TetherError } from '../errors.js';
 import { isSameLiveProcess } from '../subprocess/identity.js';
 import { killProcessTree } from '../subprocess/tree-kill.js';
-import type { ProcessIdentity, TreeKillVerdict } from '../subprocess/types.js';
+import type {
+  ProcessIdentity,
+  TerminalHandle,
+  TerminalHandleExit,
+  TreeKillVerdict,
+} from '../subprocess/types.js';
 import type { PtyHostRequest } from './pty-protocol.js';
 import { type PtySignalTarget, signalGroupOf, signalTerminal } from './pty-signal.js';
 
-/** How a PTY session ended. `host_crashed`: its worker died; the tree was killed from the main thread. */
-export interface PtyExit {
-  readonly exitCode: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly reason: 'exit' | 'host_crashed';
-}
+/** How a PTY session ended (the seam's {@link TerminalHandleExit}). */
+export type PtyExit = TerminalHandleExit;
 
-/**
- * One process on a pseudo-terminal, hosted by the PTY host worker.
- *
- * @example
- * ```ts
- * const session = await host.open({ argv: ['/bin/bash', '-i'], cwd: '/tmp', env, cols: 120, rows: 40, cleanupGraceMs: 2000 });
- * session.onData((text) => process.stdout.write(text));
- * await session.write('echo hi\r');
- * const verdict = await session.kill(); // { status: 'quiescent', ... }
- * ```
- */
-export interface PtySession {
-  /** The leader (session and group leader of the terminal), with its start time. */
-  readonly identity: ProcessIdentity;
-  /** The `TETHER_TREE` marker every process of this terminal inherits (S4). */
-  readonly treeId: string;
-  /** The slave side, e.g. `/dev/pts/7`. */
-  readonly ttyPath: string;
-  /** Resolves once the worker wrote all of `data` to the master; rejects TERMINAL_CLOSED after exit. */
-  write(data: string): Promise<void>;
-  /** Sets the window size (positive integers); ignored after exit. */
-  resize(cols: number, rows: number): void;
-  /**
-   * Batches of output, in order, every byte before `exited` resolves. Output that arrives while
-   * no listener is subscribed is kept (bounded: the PTY is paused) and replayed to the next one.
-   * Returns the unsubscribe function.
-   */
-  onData(listener: (text: string) => void): () => void;
-  /** `performance.now()` when the last batch of output arrived (the open time before any). */
-  readonly lastOutputAt: number;
-  /** Resolves, never rejects, after all output was delivered. */
-  readonly exited: Promise<PtyExit>;
-  /**
-   * Sends `signal` to the terminal's foreground process group or to every process of its
-   * session, re-reading identities first (T8). `false` when nothing was delivered, always after
-   * the leader's exit was observed.
-   */
-  signal(signal: NodeJS.Signals, target: PtySignalTarget): boolean;
-  /**
-   * Hangs the terminal up (SIGHUP to the session), then kills the whole tree and verifies it is
-   * gone: group, session and env marker, TERM then KILL after `cleanupGraceMs` (S4, T4). Resolves
-   * after `exited` when the verdict is quiescent.
-   */
-  kill(): Promise<TreeKillVerdict>;
-}
+/** One process on a pseudo-terminal hosted by the PTY host worker: the seam's {@link TerminalHandle}. */
+export type PtySession = TerminalHandle;
 
 /** What a session needs from the worker generation that hosts it. */
 export interface PtySessionHost {

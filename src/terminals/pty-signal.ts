@@ -1,10 +1,10 @@
 import { isDeadState, isSameLiveProcess, signalIdentity } from '../subprocess/identity.js';
 import { hasProcfs, type ProcStat, readProcStat } from '../subprocess/proc.js';
 import { scanProcSnapshot } from '../subprocess/proc-snapshot.js';
-import type { ProcessIdentity } from '../subprocess/types.js';
+import type { ProcessIdentity, TerminalSignalTarget } from '../subprocess/types.js';
 
 /** Which processes of a terminal a signal is for. */
-export type PtySignalTarget = 'foreground' | 'session';
+export type PtySignalTarget = TerminalSignalTarget;
 
 /**
  * Sends `signal` to the process group `leader` leads, if `leader` is still the same live

@@ -1,8 +1,8 @@
 import type { Actor } from 'xstate';
 import type { terminalMachine } from '../../machines/terminal.js';
 import { RetainedOutput } from '../output/retained-output.js';
+import type { SubprocessProvider, TerminalHandle, TerminalSpawnSpec } from '../subprocess/types.js';
 import { MarkerFilter } from './marker-filter.js';
-import type { PtyOpenSpec, PtySession } from './pty-host.js';
 import { ScreenTail } from './screen.js';
 import type { TerminalExit, TerminalInfo } from './terminal-types.js';
 
@@ -15,10 +15,12 @@ export class TerminalRecord {
   readonly id: string;
   readonly ownerKey: string;
   readonly actor: Actor<typeof terminalMachine>;
-  readonly spec: PtyOpenSpec;
+  readonly spec: TerminalSpawnSpec;
+  /** The provider that spawned it; a shell reset (T7) spawns through it again. */
+  readonly provider: SubprocessProvider;
   readonly output: RetainedOutput;
   readonly openedAt: number;
-  #pty: PtySession;
+  #pty: TerminalHandle;
   #unsubscribe: () => void;
   readonly #filter = new MarkerFilter();
   /** Recent raw output for `screen` (independent of the read cursor). */
@@ -34,8 +36,9 @@ export class TerminalRecord {
     id: string;
     ownerKey: string;
     actor: Actor<typeof terminalMachine>;
-    spec: PtyOpenSpec;
-    pty: PtySession;
+    spec: TerminalSpawnSpec;
+    provider: SubprocessProvider;
+    pty: TerminalHandle;
     retentionChars: number;
     openedAt: number;
   }) {
@@ -43,6 +46,7 @@ export class TerminalRecord {
     this.ownerKey = init.ownerKey;
     this.actor = init.actor;
     this.spec = init.spec;
+    this.provider = init.provider;
     this.output = new RetainedOutput(init.retentionChars);
     this.openedAt = init.openedAt;
     this.#pty = init.pty;
@@ -62,12 +66,12 @@ export class TerminalRecord {
     return this.actor.getSnapshot().context.endReason;
   }
 
-  get pty(): PtySession {
+  get pty(): TerminalHandle {
     return this.#pty;
   }
 
   /** Puts a fresh shell behind this terminal (T7 shell reset); output keeps flowing into one buffer. */
-  replacePty(pty: PtySession): void {
+  replacePty(pty: TerminalHandle): void {
     this.#unsubscribe();
     this.#pty = pty;
     this.#unsubscribe = this.#attach(pty);
@@ -92,7 +96,7 @@ export class TerminalRecord {
     };
   }
 
-  #attach(pty: PtySession): () => void {
+  #attach(pty: TerminalHandle): () => void {
     return pty.onData((text) => {
       const visible = this.#filter.push(text);
       this.output.append(visible);

@@ -8,10 +8,10 @@ import { CompletionHub } from '../completions/completion-hub.js';
 import { assertArgument, TetherError } from '../errors.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
-import { type EnvPolicy, sanitizeEnv } from '../subprocess/env.js';
-import { assertDirectory } from '../subprocess/local-provider.js';
+import type { EnvPolicy } from '../subprocess/env.js';
+import { createLocalProvider } from '../subprocess/local-provider.js';
+import type { SubprocessProvider, TerminalHandle, TerminalSpawnSpec } from '../subprocess/types.js';
 import { signalForeground } from './foreground-signal.js';
-import { createPtyHost, type PtyHost, type PtyOpenSpec, type PtySession } from './pty-host.js';
 import { renderScreen } from './screen.js';
 import { SHELL_RC } from './shell-protocol.js';
 import { executeInTerminal } from './terminal-execute.js';
@@ -31,14 +31,19 @@ export interface TerminalServiceOptions {
     readonly cwd: string;
     readonly cleanupGraceMs: number;
   };
+  /**
+   * Where terminals are spawned (S2): a provider, or a function returning the current one (a
+   * runtime's hot reload swaps it). By default the service makes a local provider with `env`
+   * and disposes it with itself; a given provider is the caller's.
+   */
+  readonly provider?: SubprocessProvider | (() => SubprocessProvider);
+  /** The default local provider's env policy (S3). */
   readonly env?: EnvPolicy;
   /** T3: characters of output each terminal retains for `read`; default 1,048,576. */
   readonly retentionChars?: number;
   /** Open terminals per owner; default 8. One more fails with TERMINAL_LIMIT. */
   readonly maxPerOwner?: number;
   readonly inspect?: (event: InspectionEvent) => void;
-  /** A PTY host to use (tests); by default the service starts and stops its own. */
-  readonly ptyHost?: PtyHost;
 }
 
 const ENDED_KEPT = 256;
@@ -61,7 +66,13 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
   const { owners, defaults } = options;
   const retentionChars = options.retentionChars ?? 1_048_576;
   const maxPerOwner = options.maxPerOwner ?? 8;
-  const host = options.ptyHost ?? createPtyHost();
+  const own =
+    options.provider === undefined ? createLocalProvider(options.env ? { env: options.env } : {}) : null;
+  const given = options.provider;
+  const currentProvider = (): SubprocessProvider =>
+    own ?? (typeof given === 'function' ? given() : (given as SubprocessProvider));
+  /** Every provider a terminal was opened with: their PTY workers are this service's to report (D3). */
+  const used = new Set<SubprocessProvider>();
   // The rc file exists from the first open until dispose.
   let rcDir: string | null = null;
   const rcFile = (): string => {
@@ -133,8 +144,6 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     }
   };
 
-  const spawnShell = (spec: PtyOpenSpec) => host.open(spec);
-
   const closeRecord = (record: TerminalRecord): Promise<void> => {
     record.actor.send({ type: 'CLOSE' }); // ignored once closing: the machine's guard
     return record.closed;
@@ -145,7 +154,8 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
       if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
       const token = owners.assertLive(owner);
       const ownerKey = owners.keyOf(token);
-      const spec = openSpec(opts, defaults, rcFile(), options.env);
+      const spec = openSpec(opts, defaults, rcFile());
+      const provider = currentProvider();
       const mine =
         [...records.values()].filter((r) => r.ownerKey === ownerKey).length + (opening.get(ownerKey) ?? 0);
       if (mine >= maxPerOwner) {
@@ -170,16 +180,26 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         ...(options.inspect ? { inspect: options.inspect } : {}),
       }).start();
       opening.set(ownerKey, (opening.get(ownerKey) ?? 0) + 1);
-      let pty: PtySession;
+      let pty: TerminalHandle;
       try {
-        pty = await spawnShell(spec);
+        used.add(provider);
+        pty = await provider.spawnTerminal(spec);
       } catch (err) {
         actor.send({ type: 'OPEN_FAILED' });
         throw err;
       } finally {
         opening.set(ownerKey, opening.get(ownerKey)! - 1);
       }
-      record = new TerminalRecord({ id, ownerKey, actor, spec, pty, retentionChars, openedAt: Date.now() });
+      record = new TerminalRecord({
+        id,
+        ownerKey,
+        actor,
+        spec,
+        provider,
+        pty,
+        retentionChars,
+        openedAt: Date.now(),
+      });
       records.set(id, record);
       void record.closed.then(() => {
         records.delete(id);
@@ -239,7 +259,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
               pty: record.pty,
               resetShell: async () => {
                 await record.pty.kill();
-                record.replacePty(await spawnShell(record.spec));
+                record.replacePty(await record.provider.spawnTerminal(record.spec));
                 record.actor.send({ type: 'SHELL_RESET' });
                 watchExit(record);
               },
@@ -317,7 +337,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     stats: () => ({
       open: records.size,
       busy,
-      hostAlive: host.alive,
+      hostAlive: [...used].some((provider) => (provider.workers ?? 0) > 0),
       listeners: exits.listeners,
       deliveries: exits.deliveries,
     }),
@@ -327,7 +347,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         await Promise.all([...records.values()].map(closeRecord));
         await exits.settle();
         exits.clear();
-        if (options.ptyHost === undefined) await host.dispose();
+        await own?.dispose();
         if (rcDir !== null) rmSync(rcDir, { recursive: true, force: true });
       })();
       return disposing;
@@ -350,13 +370,13 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
   return service;
 }
 
-// Resolves the PTY spec of an `open` call: interactive bash with our rc file, sanitized env (S3).
+// Resolves the spawn spec of an `open` call: interactive bash with our rc file; the env is an
+// overlay the provider applies to its sanitized host env (S1, S3).
 function openSpec(
   opts: TerminalOpenOptions,
   defaults: TerminalServiceOptions['defaults'],
   rcFile: string,
-  policy: EnvPolicy | undefined,
-): PtyOpenSpec {
+): TerminalSpawnSpec {
   assertArgument(typeof opts === 'object' && opts !== null, 'open options must be an object');
   const shell = opts.shell ?? defaults.shell;
   const cwd = opts.cwd ?? defaults.cwd;
@@ -371,14 +391,8 @@ function openSpec(
     Number.isSafeInteger(rows) && rows > 0 && rows <= 1000,
     `rows must be an integer in 1..1000, got ${rows}`,
   );
-  assertDirectory(cwd);
   const isBash = /(^|\/)bash$/.test(shell);
   const argv: [string, ...string[]] = isBash ? [shell, '--noprofile', '--rcfile', rcFile, '-i'] : [shell];
-  const env = sanitizeEnv(process.env, policy, {
-    TERM: 'xterm-256color',
-    PAGER: 'cat',
-    GIT_PAGER: 'cat',
-    ...opts.env,
-  });
+  const env = { TERM: 'xterm-256color', PAGER: 'cat', GIT_PAGER: 'cat', ...opts.env };
   return { argv, cwd, env, cols, rows, cleanupGraceMs: defaults.cleanupGraceMs };
 }

@@ -99,26 +99,46 @@ describe('rt.reload (hot reload of provider and lifecycle wiring)', () => {
     expect(stays.phase).toBe('idle');
   });
 
-  it('S5: commands after a reload spawn through the new provider; a job started before stays killable', async () => {
+  it('S2, S5: commands and terminals after a reload spawn through the new provider; what started before stays usable and killable', async () => {
     const local = createLocalProvider();
     const spawned: string[] = [];
+    let disposed = 0;
     const counting: SubprocessProvider = {
       name: 'counting',
       spawn: (spec) => {
         spawned.push(spec.argv.join(' '));
         return local.spawn(spec);
       },
+      spawnTerminal: (spec) => {
+        spawned.push(`terminal ${spec.argv[0]}`);
+        return local.spawnTerminal(spec);
+      },
+      get workers() {
+        return local.workers;
+      },
+      dispose: () => {
+        disposed++;
+        return local.dispose();
+      },
     };
     const lease = rt.owners.host();
     const before = await rt.shell.background(lease.token, { command: 'sleep 1000' });
+    const oldTerminal = await rt.terminals.open(lease.token);
     await rt.reload({ provider: counting });
     const after = await rt.shell.run({ command: 'echo via-new' });
     expect(after.output).toBe('via-new\n');
-    expect(spawned).toEqual([expect.stringContaining('echo via-new')]);
+    const t = await rt.terminals.open(lease.token);
+    expect((await rt.terminals.execute(lease.token, t.id, 'echo in-new')).output).toBe('in-new\n');
+    expect(spawned).toEqual([expect.stringContaining('echo via-new'), 'terminal /bin/bash']);
+    expect((await rt.terminals.execute(lease.token, oldTerminal.id, 'echo in-old')).output).toBe('in-old\n');
     expect(await rt.jobs.kill(lease.token, before.id)).toBe('requested');
     expect(await rt.jobs.wait(lease.token, before.id, 10_000)).toBe(true);
     const [info] = await rt.jobs.list(lease.token);
     expect(info).toMatchObject({ id: before.id, state: 'killed' });
+    await rt.dispose(); // the runtime owns the providers it was handed: both are disposed
+    expect(disposed).toBe(1);
+    expect(local.workers).toBe(0);
+    expect(rt.terminals.stats().hostAlive).toBe(false);
     expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
   });
 

@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JobSpec } from '../../src/jobs/job-types.js';
+import { createLocalProvider } from '../../src/subprocess/local-provider.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import type { SubprocessProvider } from '../../src/subprocess/types.js';
 import { failsWith, type JobHarness, jobHarness, readAll, settle } from '../support/job-harness.js';
 import { processJob } from '../support/process-job.js';
 
@@ -204,17 +206,12 @@ describe('jobs.start', () => {
 });
 
 // A provider whose spawn fails the way a real one does for a missing directory.
-function missingCwdProvider() {
+function missingCwdProvider(): SubprocessProvider {
+  const local = createLocalProvider();
+  const missing = '/nonexistent/tether-test-dir';
   return {
     name: 'missing-cwd',
-    spawn: async () => {
-      const { createLocalProvider } = await import('../../src/subprocess/local-provider.js');
-      return createLocalProvider().spawn({
-        argv: ['/bin/true'],
-        cwd: '/nonexistent/tether-test-dir',
-        stdio: { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' },
-        cleanupGraceMs: 100,
-      });
-    },
+    spawn: (spec) => local.spawn({ ...spec, cwd: missing }),
+    spawnTerminal: (spec) => local.spawnTerminal({ ...spec, cwd: missing }),
   };
 }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOwnerRegistry } from '../../src/owners/owner-registry.js';
+import { createLocalProvider } from '../../src/subprocess/local-provider.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import { crashPtyHostForTest, createPtyHost } from '../../src/terminals/pty-host.js';
@@ -19,7 +20,7 @@ describe('terminal service over a crashing PTY worker', () => {
     const owner = owners.host().token;
     terminals = createTerminalService({
       owners,
-      ptyHost: host,
+      provider: createLocalProvider({ ptyHost: host }),
       defaults: { shell: '/bin/bash', cwd: '/tmp', cleanupGraceMs: 200 },
     });
     const t = await terminals.open(owner);
