@@ -35,7 +35,7 @@ export function createPersistentBash(terminals: TerminalService): PersistentBash
   // Tokens have reference identity; a WeakMap lets a retired owner's entry go with it.
   const shells = new WeakMap<AgentOwnerToken, Promise<string>>();
   const open = (owner: AgentOwnerToken): Promise<string> => {
-    const id = terminals.open(owner).then((info) => info.id);
+    const id = terminals.open(owner, { hidden: true }).then((info) => info.id);
     shells.set(owner, id);
     id.catch(() => shells.delete(owner));
     return id;

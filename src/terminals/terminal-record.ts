@@ -18,6 +18,8 @@ export class TerminalRecord {
   readonly spec: TerminalSpawnSpec;
   /** The provider that spawned it; a shell reset (T7) spawns through it again. */
   readonly provider: SubprocessProvider;
+  /** Left out of `list` and session-exit completions (persistent bash's terminal). */
+  readonly hidden: boolean;
   readonly output: RetainedOutput;
   readonly openedAt: number;
   #pty: TerminalHandle;
@@ -38,6 +40,7 @@ export class TerminalRecord {
     actor: Actor<typeof terminalMachine>;
     spec: TerminalSpawnSpec;
     provider: SubprocessProvider;
+    hidden: boolean;
     pty: TerminalHandle;
     retentionChars: number;
     openedAt: number;
@@ -47,6 +50,7 @@ export class TerminalRecord {
     this.actor = init.actor;
     this.spec = init.spec;
     this.provider = init.provider;
+    this.hidden = init.hidden;
     this.output = new RetainedOutput(init.retentionChars);
     this.openedAt = init.openedAt;
     this.#pty = init.pty;

@@ -196,6 +196,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         actor,
         spec,
         provider,
+        hidden: opts.hidden === true,
         pty,
         retentionChars,
         openedAt: Date.now(),
@@ -203,7 +204,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
       records.set(id, record);
       void record.closed.then(() => {
         records.delete(id);
-        const exit = record!.endReason === 'session_exit' ? record!.exit : null;
+        const exit = record!.endReason === 'session_exit' && !record!.hidden ? record!.exit : null;
         ended.set(id, { ownerKey, reason: exit ? 'its session exited' : 'closed', exit });
         if (ended.size > ENDED_KEPT) {
           const oldest = ended.keys().next().value!;
@@ -318,7 +319,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
 
     async list(owner) {
       const key = owners.keyOf(owners.assertLive(owner));
-      return [...records.values()].filter((r) => r.ownerKey === key).map((r) => r.info());
+      return [...records.values()].filter((r) => r.ownerKey === key && !r.hidden).map((r) => r.info());
     },
 
     onSessionExit(owner, listener) {
@@ -378,6 +379,10 @@ function openSpec(
   rcFile: string,
 ): TerminalSpawnSpec {
   assertArgument(typeof opts === 'object' && opts !== null, 'open options must be an object');
+  assertArgument(
+    opts.hidden === undefined || typeof opts.hidden === 'boolean',
+    `hidden must be a boolean, got ${typeof opts.hidden}`,
+  );
   const shell = opts.shell ?? defaults.shell;
   const cwd = opts.cwd ?? defaults.cwd;
   const cols = opts.cols ?? 120;

@@ -96,6 +96,12 @@ export interface TerminalOpenOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly cols?: number;
   readonly rows?: number;
+  /**
+   * A terminal behind another abstraction (persistent bash): left out of `list` and of
+   * session-exit completions, otherwise an ordinary terminal of the owner — it counts against
+   * the owner's cap and is drained with the owner. Default false.
+   */
+  readonly hidden?: boolean;
 }
 
 /**

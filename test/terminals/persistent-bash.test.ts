@@ -23,7 +23,21 @@ describe('rt.persistentBash', () => {
       fresh: false,
     });
     expect((await rt.persistentBash.run(b, 'echo $P')).output).toBe('b\n');
-    expect(await rt.terminals.list(a)).toHaveLength(1);
+    expect(await rt.terminals.list(a)).toEqual([]); // hidden: the model never sees it in terminal_list
+    expect(rt.terminals.stats().open).toBe(2); // … but it is a real terminal of its owner
+  });
+
+  it('W1: the hidden shell ending on its own is not a completion; the next call opens a fresh one', async () => {
+    const a = rt.owners.host().token;
+    const heard: string[] = [];
+    using _sub = rt.terminals.onSessionExit(a, (exit) => void heard.push(exit.id));
+    await rt.persistentBash.run(a, '(sleep 0.2; kill -KILL $$) >/dev/null 2>&1 &');
+    for (let i = 0; i < 500 && rt.terminals.stats().open > 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(rt.terminals.stats().open).toBe(0);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(heard).toEqual([]);
+    expect(await rt.persistentBash.run(a, 'echo again')).toMatchObject({ output: 'again\n', fresh: true });
   });
 
   it('T4: a drained owner’s hidden terminal is replaced on the next call and says fresh', async () => {
