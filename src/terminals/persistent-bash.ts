@@ -19,7 +19,12 @@ export interface PersistentBashResult extends TerminalCommandResult {
  * ```
  */
 export interface PersistentBash {
-  run(owner: AgentOwnerToken, command: string, opts?: { timeoutMs?: number }): Promise<PersistentBashResult>;
+  /** `signal`: aborting interrupts the command and rejects with `ABORTED` (the shell stays usable). */
+  run(
+    owner: AgentOwnerToken,
+    command: string,
+    opts?: { timeoutMs?: number; signal?: AbortSignal },
+  ): Promise<PersistentBashResult>;
 }
 
 /**

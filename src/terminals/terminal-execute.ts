@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { TetherError } from '../errors.js';
 import { ExecutionCapture } from './execution-capture.js';
 import type { PtySession } from './pty-host.js';
 import { executeLine } from './shell-protocol.js';
@@ -21,6 +22,8 @@ export interface ExecuteTarget {
  * Runs one command in the terminal's shell and waits for its nonce-marked end (T7). On timeout
  * the foreground group gets SIGINT; a shell that does not come back within a grace period, or
  * that exited (e.g. `exit`, or `set -e` and a failure), is replaced: `shellReset` says so.
+ * Aborting `signal` interrupts the command the same way and then rejects with `ABORTED` (the
+ * shell is back at its prompt, or was replaced, before it does).
  *
  * @example
  * ```ts
@@ -32,23 +35,27 @@ export async function executeInTerminal(
   target: ExecuteTarget,
   command: string,
   timeoutMs: number,
+  signal?: AbortSignal,
 ): Promise<TerminalCommandResult> {
+  if (signal?.aborted) throw abortedError();
   const pty = target.pty;
   const capture = new ExecutionCapture(randomBytes(8).toString('hex'), OUTPUT_CAP_CHARS);
   const unsubscribe = pty.onData((text) => capture.push(text));
   const timers = new AbortController();
   try {
     await pty.write(executeLine(capture.nonce, command));
-    const ended = await race(capture, pty, timeoutMs, timers.signal);
+    const ended = await race(capture, pty, timeoutMs, timers.signal, signal);
     if (ended === 'finished') return finished(capture, false);
-    if (ended === 'timeout') {
+    if (ended === 'timeout' || ended === 'aborted') {
       pty.signal('SIGINT', 'foreground');
       if ((await race(capture, pty, INTERRUPT_GRACE_MS, timers.signal)) === 'finished') {
+        if (ended === 'aborted') throw abortedError();
         return finished(capture, true);
       }
     }
     const exit = ended === 'exited' ? await pty.exited : null;
     await target.resetShell();
+    if (ended === 'aborted') throw abortedError();
     return {
       output: capture.partial(),
       exitCode: exit?.exitCode ?? null,
@@ -67,24 +74,36 @@ function finished(capture: ExecutionCapture, timedOut: boolean): TerminalCommand
   return { output, exitCode, timedOut, shellReset: false };
 }
 
-// Which comes first: the end marker, the shell's exit, or the deadline.
+function abortedError(): TetherError {
+  return new TetherError('ABORTED', 'execute was aborted: the command was interrupted');
+}
+
+// Which comes first: the end marker, the shell's exit, the deadline, or the caller's abort.
 async function race(
   capture: ExecutionCapture,
   pty: PtySession,
   ms: number,
-  signal: AbortSignal,
-): Promise<'finished' | 'exited' | 'timeout'> {
+  stop: AbortSignal,
+  caller?: AbortSignal,
+): Promise<'finished' | 'exited' | 'timeout' | 'aborted'> {
   const deadline = new AbortController();
-  const onAbort = () => deadline.abort();
-  signal.addEventListener('abort', onAbort, { once: true });
+  const onStop = () => deadline.abort();
+  stop.addEventListener('abort', onStop, { once: true });
+  let onCaller: (() => void) | undefined;
+  const aborted = new Promise<'aborted'>((resolve) => {
+    onCaller = () => resolve('aborted');
+    caller?.addEventListener('abort', onCaller, { once: true });
+  });
   try {
     return await Promise.race([
       capture.finished().then(() => (capture.result ? ('finished' as const) : ('exited' as const))),
       pty.exited.then(() => (capture.result ? ('finished' as const) : ('exited' as const))),
       sleep(ms, 'timeout' as const, { signal: deadline.signal }).catch(() => 'timeout' as const),
+      aborted,
     ]);
   } finally {
     deadline.abort();
-    signal.removeEventListener('abort', onAbort);
+    stop.removeEventListener('abort', onStop);
+    if (onCaller) caller?.removeEventListener('abort', onCaller);
   }
 }

@@ -251,6 +251,10 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         Number.isFinite(timeoutMs) && timeoutMs > 0,
         `timeoutMs must be a positive finite number, got ${timeoutMs}`,
       );
+      assertArgument(
+        opts.signal === undefined || opts.signal instanceof AbortSignal,
+        'signal must be an AbortSignal',
+      );
       return withTurn(record, 'execute', async () => {
         record.executing = true;
         try {
@@ -267,6 +271,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
             },
             command,
             timeoutMs,
+            opts.signal,
           );
           record.output.read(from, Number.MAX_SAFE_INTEGER); // what execute covered is consumed
           return result;

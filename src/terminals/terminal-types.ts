@@ -129,7 +129,7 @@ export interface TerminalService {
     owner: AgentOwnerToken,
     id: string,
     command: string,
-    opts?: { timeoutMs?: number },
+    opts?: { timeoutMs?: number; signal?: AbortSignal },
   ): Promise<TerminalCommandResult>;
   read(owner: AgentOwnerToken, id: string, cursor: number, maxChars?: number): Promise<TerminalChunk>;
   /**

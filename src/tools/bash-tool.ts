@@ -86,7 +86,10 @@ async function oneShot(ctx: ToolContext, args: BashArgs): Promise<ToolOutput> {
 
 async function inPersistentShell(ctx: ToolContext, args: BashArgs): Promise<ToolOutput> {
   const timeoutMs = args.timeout_ms ?? DEFAULT_BASH_TIMEOUT_MS;
-  const result = await ctx.rt.persistentBash.run(ctx.owner, args.command, { timeoutMs });
+  const result = await ctx.rt.persistentBash.run(ctx.owner, args.command, {
+    timeoutMs,
+    ...(ctx.signal ? { signal: ctx.signal } : {}),
+  });
   const restarted = result.fresh && ctx.seen.has('persistent-bash');
   ctx.seen.add('persistent-bash');
   const output = fitTail(result.output, ctx.budget - FACTS_RESERVE, {

@@ -16,7 +16,7 @@ const NEXT_STEP: Partial<Record<TetherErrorCode, string>> = {
   TERMINAL_LIMIT: 'Close a terminal you no longer need with terminal_close, then open again.',
   CWD_NOT_FOUND: 'Use an existing directory.',
   RUNTIME_DISPOSED: 'The runtime is shutting down; no tool can be used any more.',
-  ABORTED: 'The call was cancelled before it started; nothing ran.',
+  ABORTED: 'The call was cancelled; whatever it had started was interrupted.',
 };
 
 /**

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -61,6 +61,21 @@ describe('rt.terminals', () => {
     expect(r).toMatchObject({ timedOut: true, shellReset: false, exitCode: 130 });
     expect(r.output).toContain('before');
     expect((await rt.terminals.execute(owner, t.id, 'echo $Y')).output).toBe('kept\n');
+  });
+
+  it('T7: aborting execute interrupts the command and rejects ABORTED; an aborted signal runs nothing', async () => {
+    const t = await rt.terminals.open(owner);
+    await rt.terminals.execute(owner, t.id, 'Y=kept');
+    const cancel = new AbortController();
+    const running = rt.terminals.execute(owner, t.id, 'sleep 1000', { signal: cancel.signal });
+    setTimeout(() => cancel.abort(), 300);
+    expect(codeOf(await running.catch((err: unknown) => err))).toBe('ABORTED');
+    expect((await rt.terminals.execute(owner, t.id, 'echo $Y')).output).toBe('kept\n');
+    const marker = join(tmpdir(), `tether-aborted-${process.pid}`);
+    const never = rt.terminals.execute(owner, t.id, `touch ${marker}`, { signal: AbortSignal.abort() });
+    expect(codeOf(await never.catch((err: unknown) => err))).toBe('ABORTED');
+    await rt.terminals.execute(owner, t.id, 'true');
+    expect(existsSync(marker)).toBe(false);
   });
 
   it('T7: a shell that exits (exit, set -e) is restarted and says shellReset', async () => {

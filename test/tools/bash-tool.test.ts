@@ -143,6 +143,21 @@ describe('bash tool with persistentBash', () => {
     await h.rt.terminals.drainOwner(owner);
   });
 
+  it('M: cancelling a persistent bash call interrupts the command; the session keeps its state', async () => {
+    const tools = createToolRegistry(h.rt, { persistentBash: true });
+    const owner = h.rt.owners.host().token;
+    ok(await tools.call(owner, 'bash', { command: 'export TETHER_T=kept' }));
+    const cancel = new AbortController();
+    const running = tools.call(owner, 'bash', { command: 'sleep 1000' }, { signal: cancel.signal });
+    setTimeout(() => cancel.abort(), 300);
+    const r = await running;
+    expect(r).toMatchObject({ ok: false, code: 'ABORTED' });
+    const after = ok(await tools.call(owner, 'bash', { command: 'echo "$TETHER_T"; jobs -p | wc -l' }));
+    expect(after.text).toBe('kept\n0\n[exit code 0]');
+    expect(after.data).toMatchObject({ shellReset: false, fresh: false });
+    await h.rt.terminals.drainOwner(owner);
+  });
+
   it('C2, M: persistent output past the budget keeps the tail and says no copy was saved', async () => {
     const tools = createToolRegistry(h.rt, { persistentBash: true, outputBudgetChars: 2_000 });
     const owner = h.rt.owners.host().token;
