@@ -20,8 +20,9 @@ import {
 } from '../../machines/completion-router.js';
 import { subscribeCompletions } from '../../src/agents/agent-delivery.js';
 import type { AgentRecord } from '../../src/agents/agent-record.js';
-import type { JobExit, JobInfo, JobSpec } from '../../src/jobs/job-types.js';
+import type { JobInfo } from '../../src/jobs/job-types.js';
 import { type JobHarness, jobHarness } from '../support/job-harness.js';
+import { manualJob } from '../support/manual-job.js';
 
 type RouterSnapshot = SnapshotFrom<typeof completionRouterMachine>;
 type RouterEvent = EventFromLogic<typeof completionRouterMachine>;
@@ -187,18 +188,6 @@ function maximal(runs: Step[][]): Step[][] {
       run.length > 0 &&
       !keys.some((k, j) => j !== i && (k.startsWith(`${keys[i]}>`) || (k === keys[i] && j < i))),
   );
-}
-
-// A job the test completes by hand, through the real job service.
-function manualJob(): { spec: JobSpec; finish(): void } {
-  let finish!: (exit: JobExit) => void;
-  const done = new Promise<JobExit>((resolve) => {
-    finish = resolve;
-  });
-  return {
-    spec: { kind: 'manual', label: 'manual', run: () => ({ cancel: () => {}, done }) },
-    finish: () => finish({ exitCode: 0, signal: null }),
-  };
 }
 
 describe('machines/completion-router driven for real along the shortest paths', () => {
