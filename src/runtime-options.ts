@@ -10,7 +10,10 @@ import type { ToolRegistryOptions } from './tools/tool-types.js';
  * Everything `createRuntime` can be told. Every field is optional; defaults are listed.
  */
 export interface RuntimeOptions {
-  /** The execution seam (S2); default: processes on this machine. */
+  /**
+   * The execution seam (S2); default: processes and PTYs on this machine. The runtime owns it
+   * from then on: `rt.dispose()` calls its `dispose` (if any) after every process is gone.
+   */
   readonly provider?: SubprocessProvider;
   /** Where complete outputs are spilled; default `<tmpdir>/tether-spill`. `false`: never spill (tail only). */
   readonly spillDir?: string | false;

@@ -56,9 +56,10 @@ export interface Runtime {
   /** Agents with completion routing and wake budgets (SPEC section 6). */
   readonly agents: Pick<AgentService, 'create' | 'stats'>;
   /**
-   * S5, hot reload while the runtime lives: new one-shot commands and background jobs spawn
-   * through the new provider (processes already running stay with the one that started them
-   * and are still killed and drained by it), and the lifecycle wiring is re-attached: every
+   * S5, hot reload while the runtime lives: new one-shot commands, background jobs and
+   * terminals spawn through the new provider (processes already running stay with the one that
+   * started them and are still killed and drained by it; the runtime owns and at dispose
+   * releases both), and the lifecycle wiring is re-attached: every
    * live agent's completion router is replaced by one that subscribes first and then replays
    * the completions that ended in the gap. An agent disposed during the gap is still drained.
    * A factory that throws leaves the old provider in place (the error is rethrown).
@@ -192,7 +193,13 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         // Reverse start order: terminals, then jobs, each to verified-dead trees (D2).
         await terminals.dispose();
         await jobs.dispose();
-        await Promise.all([...providers].map((p) => p.dispose?.()));
+        for (const failed of await Promise.allSettled([...providers].map((p) => p.dispose?.()))) {
+          if (failed.status === 'rejected') {
+            process.emitWarning(`tether: a provider's dispose failed: ${String(failed.reason)}`, {
+              code: 'TETHER_PROVIDER',
+            });
+          }
+        }
         await spillPool?.destroy();
       })();
       return disposing;

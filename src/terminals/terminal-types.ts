@@ -153,7 +153,7 @@ export interface TerminalService {
   drainOwner(owner: AgentOwnerToken): Promise<void>;
   /** Live resource counts for tests and operators (D3). */
   stats(): TerminalServiceStats;
-  /** Closes every terminal, then stops the PTY host worker (D2). Idempotent. */
+  /** Closes every terminal, then disposes the provider it made itself (a given one is its owner's; D2). Idempotent. */
   dispose(): Promise<void>;
 }
 
@@ -162,7 +162,7 @@ export interface TerminalServiceStats {
   readonly open: number;
   /** `send`/`execute` calls in flight. */
   readonly busy: number;
-  /** Whether the PTY host worker thread is running. */
+  /** Whether a PTY worker thread of a provider this service opened terminals with is running. */
   readonly hostAlive: boolean;
   /** Session-exit listeners subscribed, and listener calls in flight. */
   readonly listeners: number;
