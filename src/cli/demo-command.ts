@@ -1,7 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { InspectionEvent } from 'xstate';
-import type { Agent, Turn } from '../agents/agent-types.js';
+import type { Agent, Notice, Turn } from '../agents/agent-types.js';
 import type { JobInfo } from '../jobs/job-types.js';
 import { createRuntime, type Runtime } from '../runtime.js';
 import { treeIdPrefix } from '../subprocess/marker.js';
@@ -12,7 +12,8 @@ import { DEMO_USAGE, UsageError } from './usage.js';
 /**
  * `tether demo`: two agents with scripted drivers show every guarantee once — background
  * jobs that succeed, fail and get killed; a terminal prompt answered on a proven
- * `stdin_read`; a completion waking an idle agent; teardown to verified quiescence.
+ * `stdin_read`; completions (jobs, a terminal's exit) waking idle agents; teardown to
+ * verified quiescence.
  */
 export async function demoCommand(args: readonly string[]): Promise<number> {
   const { values } = parseDemoArgs(args);
@@ -57,11 +58,16 @@ async function runScenario(rt: Runtime, tl: Timeline): Promise<void> {
     tl.progress(() => `${running} background job(s) running`);
     return job;
   };
-  // Alice's two jobs end a moment apart: the demo waits until a notice told her of both.
+  // Alice's two jobs end a moment apart: the demo waits until a notice told her of both,
+  // and until Bob heard that his terminal's shell exited.
   let alicesJobsSeen = 0;
   let bothNoticed!: () => void;
   const noticed = new Promise<void>((resolve) => {
     bothNoticed = resolve;
+  });
+  let bobNoticed!: () => void;
+  const terminalNoticed = new Promise<void>((resolve) => {
+    bobNoticed = resolve;
   });
 
   const alice: Agent = rt.agents.create({
@@ -81,8 +87,7 @@ async function runScenario(rt: Runtime, tl: Timeline): Promise<void> {
           tl.say('alice', 'turn ends; alice is idle until something wakes her');
         } else {
           running -= item.jobs.length;
-          const facts = item.jobs.map((j) => `"${j.label}" ${j.state} (exit ${j.exitCode})`);
-          tl.say('alice', `woken by a completion notice (turn ${turn.number}): ${facts.join('; ')}`);
+          tl.say('alice', `woken by a completion notice (turn ${turn.number}): ${noticeFacts(item)}`);
           alicesJobsSeen += item.jobs.length;
           if (alicesJobsSeen >= 2) bothNoticed();
         }
@@ -94,7 +99,11 @@ async function runScenario(rt: Runtime, tl: Timeline): Promise<void> {
     sessionId: 'bob',
     onTurn: async (turn: Turn) => {
       for (const item of turn.inbox.claim()) {
-        if (item.kind !== 'user') continue;
+        if (item.kind === 'notice') {
+          tl.say('bob', `woken by a completion notice (turn ${turn.number}): ${noticeFacts(item)}`);
+          if (item.terminals.length > 0) bobNoticed();
+          continue;
+        }
         tl.say('bob', `turn ${turn.number}: user says "${item.text}"`);
         const server = track(await rt.shell.background(bob.owner, { command: 'while :; do sleep 1; done' }));
         tl.say('bob', `started job ${server.id}: a server that never ends`);
@@ -123,15 +132,27 @@ async function runScenario(rt: Runtime, tl: Timeline): Promise<void> {
         );
         const r = await rt.terminals.execute(bob.owner, term.id, 'cd /tmp && echo "cwd is $(pwd)"; false');
         tl.say('bob', `execute → output "${r.output.trim()}", exit ${r.exitCode}`);
+        const bye = await rt.terminals.send(bob.owner, term.id, 'exit 0\n');
+        tl.say('bob', `typed "exit 0" → ${bye.waitReason}; turn ends, bob is idle`);
       }
     },
   });
 
   alice.say('run the build and the tests in the background');
   bob.say('start a server, stop it, then ask me before deploying');
-  await noticed;
+  await Promise.all([noticed, terminalNoticed]);
   tl.stopProgress();
   tl.say('runtime', 'disposing: agents retire, terminals then jobs are drained, workers stop');
+}
+
+// What a notice reports, one fact per job or terminal.
+function noticeFacts(notice: Notice): string {
+  const jobs = notice.jobs.map((j) => {
+    const how = j.exitCode !== null ? `exit ${j.exitCode}` : (j.signal ?? 'no exit code');
+    return `"${j.label}" ${j.state} (${how})`;
+  });
+  const terminals = notice.terminals.map((t) => `terminal ${t.id} ended on its own (exit ${t.exitCode})`);
+  return [...jobs, ...terminals].join('; ');
 }
 
 // Inspection events hold live actor references: keep what a viewer needs, nothing else (O1).

@@ -10,7 +10,7 @@ const dir = mkdtempSync(join(tmpdir(), 'tether-demo-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('tether demo', () => {
-  it('W3, T6, J7, D2: shows every guarantee once and ends verified quiescent; --inspect writes JSONL', () => {
+  it('W1, W3, T6, J7, D2: shows every guarantee once and ends verified quiescent; --inspect writes JSONL', () => {
     const log = join(dir, 'inspect.jsonl');
     const r = spawnSync(process.execPath, [cli, 'demo', '--inspect', log], {
       encoding: 'utf8',
@@ -24,6 +24,10 @@ describe('tether demo', () => {
     expect(r.stdout).toContain('you said: y');
     expect(r.stdout).toMatch(/woken by a completion notice .* failed \(exit 1\)/);
     expect(r.stdout).toContain('succeeded (exit 0)');
+    expect(r.stdout).toContain('→ session_exit; turn ends');
+    expect(r.stdout).toMatch(
+      /bob .*woken by a completion notice \(turn \d\): .*terminal term_\S+ ended on its own \(exit 0\)/,
+    );
     expect(r.stdout).toContain(
       '0 processes alive, 0 timers, 0 turns, PTY worker stopped → verified quiescent',
     );
