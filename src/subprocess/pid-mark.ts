@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readProcText } from './proc.js';
 
 /**
  * Where the kernel's pid allocator stood at one moment: the last pid handed out and the
@@ -52,21 +52,18 @@ export function pidsSince(mark: PidMark | null): number[] | null {
   return pids;
 }
 
+// Both reads go through proc.ts's reused buffer: readFileSync allocates per call (P1, P5).
 function readNumber(path: string): number | null {
-  try {
-    const value = Number(readFileSync(path, 'latin1').trim());
-    return Number.isSafeInteger(value) ? value : null;
-  } catch {
-    return null;
-  }
+  const text = readProcText(path);
+  if (text === null) return null;
+  const trimmed = text.trim();
+  const value = Number(trimmed);
+  return trimmed !== '' && Number.isSafeInteger(value) ? value : null;
 }
 
 // The `processes` line of /proc/stat: forks (and clones) since boot.
 function readForks(): number | null {
-  try {
-    const match = /^processes (\d+)$/m.exec(readFileSync('/proc/stat', 'latin1'));
-    return match?.[1] === undefined ? null : Number(match[1]);
-  } catch {
-    return null;
-  }
+  const text = readProcText('/proc/stat');
+  const match = text === null ? null : /^processes (\d+)$/m.exec(text);
+  return match?.[1] === undefined ? null : Number(match[1]);
 }
