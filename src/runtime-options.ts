@@ -46,6 +46,10 @@ export interface RuntimeOptions {
     readonly maxTerminalsPerOwner?: number;
     /** T3: characters of output a terminal retains for `read`; default 1,048,576. */
     readonly terminalRetentionChars?: number;
+    /** W1: completions within this many ms coalesce into one agent notice; default 50. */
+    readonly quietWindowMs?: number;
+    /** D1: how long an agent's teardown waits for its aborted turn; default 5,000. */
+    readonly turnGraceMs?: number;
   };
 }
 
@@ -64,6 +68,8 @@ export interface ResolvedOptions {
   readonly jobRetentionChars: number;
   readonly maxTerminalsPerOwner: number;
   readonly terminalRetentionChars: number;
+  readonly quietWindowMs: number;
+  readonly turnGraceMs: number;
 }
 
 /** Fills defaults and rejects nonsense with INVALID_ARGUMENT naming the option (R). */
@@ -85,6 +91,8 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     jobRetentionChars: limits.jobRetentionChars ?? 1_048_576,
     maxTerminalsPerOwner: limits.maxTerminalsPerOwner ?? 8,
     terminalRetentionChars: limits.terminalRetentionChars ?? 1_048_576,
+    quietWindowMs: limits.quietWindowMs ?? 50,
+    turnGraceMs: limits.turnGraceMs ?? 5_000,
   };
   assertArgument(
     resolved.spillDir === false || (typeof resolved.spillDir === 'string' && resolved.spillDir.length > 0),
@@ -108,6 +116,8 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   assertPositiveInteger('limits.jobRetentionChars', resolved.jobRetentionChars, 1);
   assertPositiveInteger('limits.maxTerminalsPerOwner', resolved.maxTerminalsPerOwner, 1);
   assertPositiveInteger('limits.terminalRetentionChars', resolved.terminalRetentionChars, 1);
+  assertPositiveInteger('limits.quietWindowMs', resolved.quietWindowMs, 0);
+  assertPositiveInteger('limits.turnGraceMs', resolved.turnGraceMs, 0);
   return resolved;
 }
 

@@ -154,6 +154,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     jobs,
     terminals,
     drainables: [terminals],
+    quietWindowMs: opts.quietWindowMs,
+    turnGraceMs: opts.turnGraceMs,
     tools: (owner) => bindTools(tools, owner),
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });

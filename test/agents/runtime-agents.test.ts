@@ -64,6 +64,37 @@ describe('rt.agents (composition root)', () => {
     await agent.dispose();
   });
 
+  it('R, W1: createRuntime validates its options by name; limits.quietWindowMs reaches the routers', async () => {
+    for (const [options, message] of [
+      [{ limits: { quietWindowMs: -1 } }, /limits\.quietWindowMs must be an integer >= 0/],
+      [{ limits: { turnGraceMs: 1.5 } }, /limits\.turnGraceMs must be an integer >= 0/],
+      [{ provider: { name: 'x', spawn: () => {} } }, /provider must be a SubprocessProvider/],
+    ] as const) {
+      const err = await createRuntime(options as never).catch((e: unknown) => e);
+      expect(code(err)).toBe('INVALID_ARGUMENT');
+      expect(String((err as Error).message)).toMatch(message);
+    }
+    const wide = await createRuntime({ limits: { cleanupGraceMs: 200, quietWindowMs: 1_500 } });
+    try {
+      const notices: number[] = [];
+      const agent = wide.agents.create({
+        sessionId: 'window',
+        wake: 'quiet',
+        onTurn: () => {},
+        onNotice: (notice) => void notices.push(notice.jobs.length),
+      });
+      const first = await wide.shell.background(agent.owner, { command: 'true' });
+      const second = await wide.shell.background(agent.owner, { command: 'sleep 0.1' });
+      await wide.jobs.wait(agent.owner, first.id, 10_000);
+      await wide.jobs.wait(agent.owner, second.id, 10_000);
+      for (let i = 0; i < 800 && notices.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(notices).toEqual([2]); // both ended inside one 1.5 s window: one notice
+    } finally {
+      await wide.dispose();
+    }
+  });
+
   it('D1: agent.dispose retires the owner and drains its terminals and jobs to verified-dead trees', async () => {
     const agent = rt.agents.create({ sessionId: 's2', onTurn: () => {} });
     const t = await rt.terminals.open(agent.owner);
