@@ -42,6 +42,11 @@ export interface RuntimeOptions {
     readonly maxJobsPerOwner?: number;
     /** J5: characters of output a job retains for its reader; default 1,048,576. */
     readonly jobRetentionChars?: number;
+    /**
+     * Unread output the finished jobs of one owner keep together; default 16,777,216 chars.
+     * Past it the oldest finished jobs' oldest output is dropped (reads say `lossy`).
+     */
+    readonly finishedJobRetentionChars?: number;
     /** Open terminals per owner; default 8. */
     readonly maxTerminalsPerOwner?: number;
     /** T3: characters of output a terminal retains for `read`; default 1,048,576. */
@@ -66,6 +71,7 @@ export interface ResolvedOptions {
   readonly drainMs: number;
   readonly maxJobsPerOwner: number;
   readonly jobRetentionChars: number;
+  readonly finishedJobRetentionChars: number;
   readonly maxTerminalsPerOwner: number;
   readonly terminalRetentionChars: number;
   readonly quietWindowMs: number;
@@ -89,6 +95,7 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     drainMs: limits.drainMs ?? 500,
     maxJobsPerOwner: limits.maxJobsPerOwner ?? 8,
     jobRetentionChars: limits.jobRetentionChars ?? 1_048_576,
+    finishedJobRetentionChars: limits.finishedJobRetentionChars ?? 16_777_216,
     maxTerminalsPerOwner: limits.maxTerminalsPerOwner ?? 8,
     terminalRetentionChars: limits.terminalRetentionChars ?? 1_048_576,
     quietWindowMs: limits.quietWindowMs ?? 50,
@@ -114,6 +121,7 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   assertPositiveInteger('limits.drainMs', resolved.drainMs, 0);
   assertPositiveInteger('limits.maxJobsPerOwner', resolved.maxJobsPerOwner, 1);
   assertPositiveInteger('limits.jobRetentionChars', resolved.jobRetentionChars, 1);
+  assertPositiveInteger('limits.finishedJobRetentionChars', resolved.finishedJobRetentionChars, 1);
   assertPositiveInteger('limits.maxTerminalsPerOwner', resolved.maxTerminalsPerOwner, 1);
   assertPositiveInteger('limits.terminalRetentionChars', resolved.terminalRetentionChars, 1);
   assertPositiveInteger('limits.quietWindowMs', resolved.quietWindowMs, 0);

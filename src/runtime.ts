@@ -91,6 +91,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     owners,
     maxRunningPerOwner: opts.maxJobsPerOwner,
     retentionChars: opts.jobRetentionChars,
+    finishedRetentionCharsPerOwner: opts.finishedJobRetentionChars,
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   // The runtime owns every provider it was handed or made (S2, S5): dispose releases each.

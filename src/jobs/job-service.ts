@@ -51,6 +51,10 @@ export function createJobService(options: JobServiceOptions): JobService {
   const { owners } = options;
   const limit = positiveInteger('maxRunningPerOwner', options.maxRunningPerOwner ?? 8);
   const retention = positiveInteger('retentionChars', options.retentionChars ?? 1_048_576);
+  const finishedBudget = positiveInteger(
+    'finishedRetentionCharsPerOwner',
+    options.finishedRetentionCharsPerOwner ?? 16_777_216,
+  );
   const now = options.now ?? Date.now;
   const onError = options.onError ?? warnJobError;
 
@@ -81,12 +85,24 @@ export function createJobService(options: JobServiceOptions): JobService {
         pull(record);
         record.output.close();
         record.markSettled();
+        keepFinishedWithinBudget(record);
         hub.publish(record.ownerKey, infoOf(record));
       },
       now,
     },
     options.inspect,
   );
+
+  // A long-lived owner's finished jobs must not hold unbounded output: over the budget, the
+  // oldest finished jobs lose their oldest unread output first (J5's `dropped` tells the reader).
+  const keepFinishedWithinBudget = (justEnded: JobRecord): void => {
+    const finished = ownRecords(justEnded.ownerKey).filter((r) => r === justEnded || isTerminal(r));
+    let total = finished.reduce((n, r) => n + r.output.retained, 0);
+    for (const record of finished) {
+      if (total <= finishedBudget) break;
+      total -= record.output.dropOldest(total - finishedBudget);
+    }
+  };
 
   const assertOpen = (): void => {
     if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the job service was disposed');

@@ -158,6 +158,12 @@ export interface JobServiceOptions {
   readonly maxRunningPerOwner?: number;
   /** J5: default retention per job in characters (default 1 MiB = 1_048_576). */
   readonly retentionChars?: number;
+  /**
+   * Unread output all finished jobs of one owner keep together, in characters (default
+   * 16 Mi = 16_777_216): when a job ends past it, the oldest finished jobs' oldest output is
+   * dropped first (their next read says `lossy`/`dropped`); their facts always stay.
+   */
+  readonly finishedRetentionCharsPerOwner?: number;
   /** XState inspector for the job actor system. */
   readonly inspect?: (event: InspectionEvent) => void;
   /** Listener and producer hook failures (default: a process warning). */

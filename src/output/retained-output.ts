@@ -69,6 +69,16 @@ export class RetainedOutput {
     if (this.#end - this.#start > this.cap) this.#release(this.#end - this.cap, true);
   }
 
+  /**
+   * Drops up to `chars` of the oldest retained characters (a budget across outputs needs
+   * room); the reader sees them as `dropped`, like an overflow. Returns how many were dropped.
+   */
+  dropOldest(chars: number): number {
+    const before = this.retained;
+    if (chars > 0 && before > 0) this.#release(this.#start + Math.min(chars, before), true);
+    return before - this.retained;
+  }
+
   /** No more output will come: later appends are ignored and `done` can become true. */
   close(): void {
     this.#closed = true;

@@ -128,4 +128,28 @@ describe('jobs.read', () => {
     expect(page).toMatchObject({ cursor: 32_000, done: false, lossy: false });
     expect((await h.jobs.read(owner, info.id, page.cursor)).text).toHaveLength(8000);
   });
+
+  it('J5: finished jobs of one owner share a retention budget; the oldest lose their oldest output first, facts stay', async () => {
+    h = jobHarness({ finishedRetentionCharsPerOwner: 1_000 });
+    const [owner, other] = [h.owners.host().token, h.owners.host().token];
+    const print = (tag: string) => processJob(`printf '${tag}%.0s' $(seq 1 600)`).spec; // 600 chars
+    const ids: string[] = [];
+    for (const tag of ['a', 'b', 'c']) {
+      const info = await h.jobs.start(owner, print(tag));
+      await settle(h.jobs, owner, info.id);
+      ids.push(info.id);
+    }
+    const others = await h.jobs.start(other, print('z'));
+    await settle(h.jobs, other, others.id);
+    const [a, b, c] = await Promise.all(ids.map((id) => h.jobs.read(owner, id, 0, 10_000)));
+    // 1,800 finished chars over a 1,000 budget: a lost all 600, b its first 200, c nothing.
+    expect(a).toMatchObject({ text: '', dropped: 600, lossy: true, done: true });
+    expect(b).toMatchObject({ text: 'b'.repeat(400), dropped: 200, lossy: true, done: true });
+    expect(c).toMatchObject({ text: 'c'.repeat(600), dropped: 0, lossy: false, done: true });
+    // Another owner's budget is its own; every job's facts are still listed.
+    expect((await h.jobs.read(other, others.id, 0, 10_000)).text).toBe('z'.repeat(600));
+    expect((await h.jobs.list(owner)).map((j) => [j.id, j.state, j.exitCode])).toEqual(
+      ids.map((id) => [id, 'succeeded', 0]),
+    );
+  });
 });

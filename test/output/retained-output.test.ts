@@ -88,4 +88,17 @@ describe('RetainedOutput', () => {
       { numRuns: 200 },
     );
   });
+
+  it('J5: dropOldest releases the oldest characters as a reader-visible gap, never half a surrogate pair', () => {
+    const out = new RetainedOutput(100);
+    out.append('abcdef');
+    expect(out.dropOldest(3)).toBe(3);
+    expect(out.read(0, 10)).toMatchObject({ text: 'def', dropped: 3, lossy: true });
+    out.append('x😀y');
+    expect(out.dropOldest(2)).toBe(3); // 'x' and the pair's high half take the low half with them
+    expect(out.read(6, 10)).toMatchObject({ text: 'y', dropped: 3 });
+    out.append('zz');
+    expect(out.dropOldest(10)).toBe(2);
+    expect(out.dropOldest(1)).toBe(0);
+  });
 });
