@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { toPromise } from 'xstate';
 import { assertArgument, TetherError } from '../errors.js';
 import type { OwnerTools } from '../tools/tool-types.js';
@@ -59,6 +60,8 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   /** The reload in progress (reloads run one at a time), and every reload not yet settled. */
   let reloading: Promise<unknown> = Promise.resolve();
   const reloadWork = new AgentWork(timers);
+  /** Set inside a reload's `during`: a reload from there would wait for itself. */
+  const inGap = new AsyncLocalStorage<true>();
   let disposing: Promise<void> | undefined;
 
   const recordOf = (publication: string): AgentRecord => {
@@ -141,7 +144,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       if (router?.getSnapshot().status === 'active') router.send({ type: 'DETACH' });
     }
     try {
-      return await during();
+      return await inGap.run(true, during);
     } finally {
       for (const record of records.values()) {
         if (disposing || record.router !== undefined || record.disposing !== undefined) continue;
@@ -214,6 +217,15 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
 
     reload(during) {
       assertArgument(typeof during === 'function', 'reload(during) takes a function to run in the gap');
+      if (inGap.getStore()) {
+        return Promise.reject(
+          new TetherError(
+            'INVALID_ARGUMENT',
+            'reload() was called from inside a reload (its provider factory): it would wait for itself; ' +
+              'return the provider from the factory instead',
+          ),
+        );
+      }
       const run = () => reloadWith(during);
       const result = reloadWork.track('reload', reloading.then(run, run));
       reloading = result.catch(() => {});

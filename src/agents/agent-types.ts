@@ -211,7 +211,8 @@ export interface AgentService {
    * e.g. loading a new provider module — and then every agent still live gets a new router,
    * which subscribes first and then replays the completions that ended in the gap: none is
    * lost, none is doubled. An agent disposed during the gap is still torn down and drained
-   * (teardown does not go through a router). Reloads run one at a time; `during`'s error is
+   * (teardown does not go through a router). Reloads run one at a time (one called from inside
+   * `during` is refused with INVALID_ARGUMENT: it would wait for itself); `during`'s error is
    * rethrown after the routers are back.
    */
   reload<T>(during: () => T | Promise<T>): Promise<T>;

@@ -158,6 +158,15 @@ describe('rt.reload (hot reload of provider and lifecycle wiring)', () => {
     const agent = rt.agents.create({ sessionId: 'after', onTurn: () => {} });
     expect(agent.phase).toBe('idle');
     expect(rt.agents.stats().listeners).toBe(1); // the routers came back after the failed reload
+    let inner: unknown;
+    await rt.reload({
+      provider: async () => {
+        inner = await rt.reload().catch((err: unknown) => err); // from inside the gap: refused, no deadlock
+        return createLocalProvider();
+      },
+    });
+    expect(codeOf(inner)).toBe('INVALID_ARGUMENT');
+    expect(String(inner)).toMatch(/from inside a reload/);
     await rt.dispose();
     expect(codeOf(await rt.reload().catch((err: unknown) => err))).toBe('RUNTIME_DISPOSED');
   });
