@@ -32,6 +32,11 @@ export interface ShellService {
 
 /** `rt.owners`: explicit owners for non-agent callers (O2). */
 export interface OwnerService {
+  /**
+   * A new owner. Its `retire()` ends it: new operations fail with `OWNER_RETIRED`, and what it
+   * started is reclaimed in the background — terminals, then jobs, to verified-dead trees
+   * (`rt.jobs.drainOwner(token)` awaits the same; `rt.dispose()` waits for it).
+   */
   host(): OwnerLease;
 }
 
@@ -122,6 +127,27 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     return promise;
   };
 
+  // O2 with D1's reclaim: an owner that ended never leaves its processes running until dispose.
+  const reclaimedOnRetire = (lease: OwnerLease): OwnerLease => ({
+    token: lease.token,
+    get retired() {
+      return lease.retired;
+    },
+    retire() {
+      if (lease.retired) return;
+      lease.retire();
+      if (disposing) return; // dispose drains every owner anyway
+      track(async () => {
+        await terminals.drainOwner(lease.token);
+        await jobs.drainOwner(lease.token);
+      }).catch((error: unknown) =>
+        process.emitWarning(`tether: reclaiming a retired owner failed: ${String(error)}`, {
+          code: 'TETHER_OWNER',
+        }),
+      );
+    },
+  });
+
   // `let`: a reload swaps the provider for the calls that start after it (S5).
   let shellDeps: ShellDeps = {
     provider: current,
@@ -167,7 +193,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     terminals,
     persistentBash,
     tools,
-    owners: { host: () => owners.host() },
+    owners: { host: () => reclaimedOnRetire(owners.host()) },
     agents: { create: (o) => agents.create(o), stats: () => agents.stats() },
     // Not tracked: dispose must not wait for a provider factory (it may never settle).
     async reload(next: ReloadOptions = {}) {

@@ -122,4 +122,24 @@ describe('rt.shell.background', () => {
     const err = await rt.shell.background(lease.token, { command: 'true' }).catch((e: unknown) => e);
     expect((err as TetherError).code).toBe('OWNER_RETIRED');
   });
+
+  it('O2, D1: retiring a host lease reclaims what it started — terminals and jobs, to verified-dead trees', async () => {
+    const other = rt.owners.host();
+    const kept = await rt.shell.background(other.token, { command: 'sleep 1000' });
+    await rt.shell.background(lease.token, { command: 'sleep 1000 & setsid sleep 1000 & wait' });
+    const t = await rt.terminals.open(lease.token);
+    await rt.terminals.execute(lease.token, t.id, 'sleep 1000 & setsid sleep 1000 &');
+    lease.retire(); // no drainOwner call: the runtime reclaims in the background
+    expect(lease.retired).toBe(true);
+    for (let i = 0; i < 1_000 && rt.terminals.stats().open + rt.jobs.stats().running > 1; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(rt.terminals.stats().open).toBe(0);
+    expect(rt.jobs.stats().running).toBe(1); // only the other owner's job
+    await rt.jobs.drainOwner(lease.token); // awaits the same reclaim; nothing left
+    const [alive] = await rt.jobs.list(other.token);
+    expect(alive).toMatchObject({ id: kept.id, state: 'running' });
+    await rt.jobs.drainOwner(other.token);
+    expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
+  });
 });
