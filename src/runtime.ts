@@ -35,7 +35,8 @@ export interface OwnerService {
   /**
    * A new owner. Its `retire()` ends it: new operations fail with `OWNER_RETIRED`, and what it
    * started is reclaimed in the background — terminals, then jobs, to verified-dead trees
-   * (`rt.jobs.drainOwner(token)` awaits the same; `rt.dispose()` waits for it).
+   * (`rt.terminals.drainOwner(token)` / `rt.jobs.drainOwner(token)` await each part;
+   * `rt.dispose()` waits for it).
    */
   host(): OwnerLease;
 }
