@@ -26,6 +26,7 @@ export type {
   JobPage,
   JobRunContext,
   JobService,
+  JobServiceStats,
   JobSpec,
   JobState,
   JobSubscription,
@@ -38,6 +39,7 @@ export {
   type OwnerService,
   type ReloadOptions,
   type Runtime,
+  type RuntimeStats,
   type ShellService,
 } from './runtime.js';
 export type { RuntimeOptions } from './runtime-options.js';
@@ -72,6 +74,7 @@ export type {
   TerminalScreen,
   TerminalSendResult,
   TerminalService,
+  TerminalServiceStats,
   TerminalSignal,
   TerminalSubscription,
   WaitReason,

@@ -1,8 +1,8 @@
 import { createAgentService } from './agents/agent-service.js';
-import type { AgentService } from './agents/agent-types.js';
+import type { AgentService, AgentServiceStats } from './agents/agent-types.js';
 import { assertArgument, TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
-import type { JobInfo, JobService } from './jobs/job-types.js';
+import type { JobInfo, JobService, JobServiceStats } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
 import type { AgentOwnerToken } from './owners/owner-token.js';
@@ -11,10 +11,12 @@ import { shellJobSpec } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellRequest, ShellResult } from './shell/shell-types.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
+import { treeIdPrefix } from './subprocess/marker.js';
+import { hasProcfs, listTaggedProcesses } from './subprocess/proc.js';
 import type { SubprocessProvider } from './subprocess/types.js';
 import { createPersistentBash, type PersistentBash } from './terminals/persistent-bash.js';
 import { createTerminalService } from './terminals/terminal-service.js';
-import type { TerminalService } from './terminals/terminal-types.js';
+import type { TerminalService, TerminalServiceStats } from './terminals/terminal-types.js';
 import { bindTools, createToolRegistry } from './tools/tool-registry.js';
 import type { ToolRegistry } from './tools/tool-types.js';
 
@@ -49,6 +51,24 @@ export interface ReloadOptions {
   readonly provider?: SubprocessProvider | (() => SubprocessProvider | Promise<SubprocessProvider>);
 }
 
+/**
+ * A snapshot of everything live that the runtime owns (D3): all zero after `dispose()`.
+ * `processes` counts live processes carrying this Node process's tree marker (from /proc;
+ * `null` where there is none), so it covers every runtime of the process.
+ */
+export interface RuntimeStats {
+  readonly processes: number | null;
+  /** Worker threads: the spill pool's and the providers' (the PTY worker). */
+  readonly workers: number;
+  /** Armed timers: job waits, quiet windows, teardown and reload deadlines. */
+  readonly timers: number;
+  /** Things waited for: job waits, agent teardowns, runtime calls and reclaims in flight. */
+  readonly waiters: number;
+  readonly jobs: JobServiceStats;
+  readonly terminals: TerminalServiceStats;
+  readonly agents: AgentServiceStats;
+}
+
 /** The composition root's product (SPEC section 9). */
 export interface Runtime {
   readonly shell: ShellService;
@@ -71,6 +91,8 @@ export interface Runtime {
    * A factory that throws leaves the old provider in place (the error is rethrown).
    */
   reload(options?: ReloadOptions): Promise<void>;
+  /** D3: what is live now; every count is zero once `dispose()` resolved. */
+  stats(): RuntimeStats;
   /** D2: ends every process, timer and worker the runtime started. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -196,6 +218,19 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     tools,
     owners: { host: () => reclaimedOnRetire(owners.host()) },
     agents: { create: (o) => agents.create(o), stats: () => agents.stats() },
+    stats() {
+      const [j, t, a] = [jobs.stats(), terminals.stats(), agents.stats()];
+      const providerWorkers = [...providers].reduce((n, p) => n + (p.workers ?? 0), 0);
+      return {
+        processes: hasProcfs() ? listTaggedProcesses(treeIdPrefix()).length : null,
+        workers: (spillPool?.threads ?? 0) + providerWorkers,
+        timers: j.timers + a.timers,
+        waiters: j.waiters + a.waiters + inFlight.size,
+        jobs: j,
+        terminals: t,
+        agents: a,
+      };
+    },
     // Not tracked: dispose must not wait for a provider factory (it may never settle).
     async reload(next: ReloadOptions = {}) {
       if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');

@@ -4,8 +4,6 @@ import type { InspectionEvent } from 'xstate';
 import type { Agent, Notice, Turn } from '../agents/agent-types.js';
 import type { JobInfo } from '../jobs/job-types.js';
 import { createRuntime, type Runtime } from '../runtime.js';
-import { treeIdPrefix } from '../subprocess/marker.js';
-import { listTaggedProcesses } from '../subprocess/proc.js';
 import { Timeline } from './timeline.js';
 import { DEMO_USAGE, UsageError } from './usage.js';
 
@@ -37,14 +35,12 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     await rt.dispose();
     if (inspectLog) await new Promise((resolve) => inspectLog.end(resolve));
   }
-  const left = listTaggedProcesses(treeIdPrefix());
-  const agents = rt.agents.stats();
-  const terminals = rt.terminals.stats();
-  const quiet = left.length === 0 && agents.timers === 0 && agents.turns === 0 && !terminals.hostAlive;
+  const { processes, workers, timers, waiters, agents } = rt.stats();
+  const quiet = processes === 0 && workers === 0 && timers === 0 && waiters === 0 && agents.turns === 0;
   tl.say(
     'runtime',
-    `disposed: ${left.length} processes alive, ${agents.timers} timers, ${agents.turns} turns, ` +
-      `PTY worker ${terminals.hostAlive ? 'ALIVE' : 'stopped'} → ${quiet ? 'verified quiescent' : 'NOT QUIESCENT'}`,
+    `disposed: ${processes} processes alive, ${workers} worker threads, ${timers} timers, ` +
+      `${waiters} waiters, ${agents.turns} turns → ${quiet ? 'verified quiescent' : 'NOT QUIESCENT'}`,
   );
   if (inspectLog)
     tl.say('runtime', `inspection events written to ${values.inspect} (one JSON object per line)`);

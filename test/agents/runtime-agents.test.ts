@@ -108,16 +108,37 @@ describe('rt.agents (composition root)', () => {
     expect(rt.terminals.stats().open).toBe(0);
   });
 
-  it('D2: rt.dispose ends every agent, job, terminal and worker', async () => {
+  it('D2, D3: rt.dispose ends every agent, job, terminal and worker; rt.stats() shows it', async () => {
     for (const sessionId of ['a', 'b']) {
       const agent = rt.agents.create({ sessionId, onTurn: () => {} });
       await rt.terminals.open(agent.owner);
       await rt.shell.background(agent.owner, { command: 'sleep 1000' });
     }
+    expect((await rt.shell.run({ command: 'echo spilled' })).output).toBe('spilled\n');
+    const live = rt.stats();
+    expect(live.processes).toBeGreaterThanOrEqual(4); // two shells, two sleeps
+    expect(live.workers).toBeGreaterThanOrEqual(1); // the PTY worker (and the spill pool's)
+    expect(live.agents).toMatchObject({ agents: 2, listeners: 2 });
     await rt.dispose();
     expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
-    expect(rt.agents.stats()).toMatchObject({ agents: 0, timers: 0, turns: 0, deliveries: 0 });
-    expect(rt.terminals.stats()).toEqual({ open: 0, busy: 0, hostAlive: false, listeners: 0, deliveries: 0 });
+    // D3 in one snapshot: no process, worker, timer or waiter left anywhere.
+    const stats = rt.stats();
+    expect(stats).toMatchObject({ processes: 0, workers: 0, timers: 0, waiters: 0 });
+    expect(stats.agents).toEqual({
+      agents: 0,
+      actors: 0,
+      turns: 0,
+      abandonedTurns: 0,
+      listeners: 0,
+      queued: 0,
+      deliveries: 0,
+      timers: 0,
+      waiters: 0,
+      errors: 0,
+      reloads: 0,
+    });
+    expect(stats.jobs).toMatchObject({ running: 0, starting: 0, waiters: 0, timers: 0, listeners: 0 });
+    expect(stats.terminals).toEqual({ open: 0, busy: 0, hostAlive: false, listeners: 0, deliveries: 0 });
   });
 
   it('O3: agent.tools run with the agent as the trusted owner and fail closed after dispose', async () => {

@@ -29,7 +29,7 @@ describe('tether demo', () => {
       /bob .*woken by a completion notice \(turn \d\): .*terminal term_\S+ ended on its own \(exit 0\)/,
     );
     expect(r.stdout).toContain(
-      '0 processes alive, 0 timers, 0 turns, PTY worker stopped → verified quiescent',
+      '0 processes alive, 0 worker threads, 0 timers, 0 waiters, 0 turns → verified quiescent',
     );
     const events = readFileSync(log, 'utf8')
       .trim()
