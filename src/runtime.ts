@@ -62,7 +62,11 @@ export interface RuntimeStats {
   readonly workers: number;
   /** Armed timers: job waits, quiet windows, teardown and reload deadlines. */
   readonly timers: number;
-  /** Things waited for: job waits, agent teardowns, runtime calls and reclaims in flight. */
+  /**
+   * Promises the runtime holds open: job waits, starts and listener calls, terminal sends and
+   * listener calls, agent turns, deliveries, teardowns, error reports and reloads, and runtime
+   * calls and owner reclaims in flight.
+   */
   readonly waiters: number;
   readonly jobs: JobServiceStats;
   readonly terminals: TerminalServiceStats;
@@ -225,7 +229,18 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         processes: hasProcfs() ? listTaggedProcesses(treeIdPrefix()).length : null,
         workers: (spillPool?.threads ?? 0) + providerWorkers,
         timers: j.timers + a.timers,
-        waiters: j.waiters + a.waiters + inFlight.size,
+        waiters:
+          j.waiters +
+          j.starting +
+          j.deliveries +
+          t.busy +
+          t.deliveries +
+          a.turns +
+          a.deliveries +
+          a.waiters +
+          a.errors +
+          a.reloads +
+          inFlight.size,
         jobs: j,
         terminals: t,
         agents: a,
