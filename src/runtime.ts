@@ -127,8 +127,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   // The runtime owns every provider it was handed or made (S2, S5): dispose releases each.
-  const providers = new Set([opts.provider ?? createLocalProvider({ env: opts.env })]);
-  let current: SubprocessProvider = [...providers][0]!;
+  let current: SubprocessProvider = opts.provider ?? createLocalProvider({ env: opts.env });
+  const providers = new Set([current]);
   const terminals = createTerminalService({
     owners,
     provider: () => current,
