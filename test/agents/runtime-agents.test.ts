@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRuntime, type InboxItem, type Runtime, TetherError } from '../../src/index.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { QUIESCENT } from './agent-harness.js';
 
 let rt: Runtime;
 beforeEach(async () => {
@@ -124,19 +125,7 @@ describe('rt.agents (composition root)', () => {
     // D3 in one snapshot: no process, worker, timer or waiter left anywhere.
     const stats = rt.stats();
     expect(stats).toMatchObject({ processes: 0, workers: 0, timers: 0, waiters: 0 });
-    expect(stats.agents).toEqual({
-      agents: 0,
-      actors: 0,
-      turns: 0,
-      abandonedTurns: 0,
-      listeners: 0,
-      queued: 0,
-      deliveries: 0,
-      timers: 0,
-      waiters: 0,
-      errors: 0,
-      reloads: 0,
-    });
+    expect(stats.agents).toEqual(QUIESCENT);
     expect(stats.jobs).toMatchObject({ running: 0, starting: 0, waiters: 0, timers: 0, listeners: 0 });
     expect(stats.terminals).toEqual({ open: 0, busy: 0, hostAlive: false, listeners: 0, deliveries: 0 });
   });
