@@ -13,12 +13,26 @@ export interface Notice {
   readonly terminals: readonly TerminalExit[];
 }
 
-/** The ledger key of a completion: `job:<id>` or `terminal:<id>`. */
+/**
+ * The ledger key of a completion: `job:<id>` or `terminal:<id>`.
+ *
+ * @example
+ * ```ts
+ * completionKey({ kind: 'terminal', terminal: exit }); // 'terminal:term_x1'
+ * ```
+ */
 export function completionKey(completion: Completion): string {
   return completion.kind === 'job' ? `job:${completion.job.id}` : `terminal:${completion.terminal.id}`;
 }
 
-/** The notice that reports `completions`, jobs and terminals each in arrival order. */
+/**
+ * The notice that reports `completions`, jobs and terminals each in arrival order.
+ *
+ * @example
+ * ```ts
+ * noticeOf([{ kind: 'job', job }, { kind: 'terminal', terminal }]); // { jobs: [job], terminals: [terminal] }
+ * ```
+ */
 export function noticeOf(completions: readonly Completion[]): Notice {
   return {
     jobs: completions.flatMap((c) => (c.kind === 'job' ? [c.job] : [])),
