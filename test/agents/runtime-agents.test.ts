@@ -14,13 +14,19 @@ afterEach(async () => {
 
 const code = (err: unknown) => (err instanceof TetherError ? err.code : String(err));
 
+// A promise and the function that resolves it (Node 20 has no Promise.withResolvers).
+function wakeSignal(): [Promise<void>, () => void] {
+  let wake!: () => void;
+  const woken = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
+  return [woken, wake];
+}
+
 describe('rt.agents (composition root)', () => {
   it('W3: a background job started by an agent wakes it when it completes', async () => {
     const seen: InboxItem[] = [];
-    let woke!: () => void;
-    const woken = new Promise<void>((resolve) => {
-      woke = resolve;
-    });
+    const [woken, woke] = wakeSignal();
     const agent = rt.agents.create({
       sessionId: 's1',
       onTurn: async (turn) => {
@@ -39,10 +45,7 @@ describe('rt.agents (composition root)', () => {
 
   it('W1, W3: a terminal whose shell exits on its own wakes its idle agent with a notice carrying the exit', async () => {
     const notices: InboxItem[] = [];
-    let woke!: () => void;
-    const woken = new Promise<void>((resolve) => {
-      woke = resolve;
-    });
+    const [woken, woke] = wakeSignal();
     const agent = rt.agents.create({
       sessionId: 'term',
       onTurn: (turn) => {
