@@ -10,7 +10,8 @@ Serves Tether's tools (bash, job_*, terminal_*) to one Model Context Protocol cl
 The client is one owner: when it disconnects, every job, terminal and process it started is
 stopped and verified gone, then the server exits 0. Only protocol is written to stdout; logs go
 to stderr. Background job completions are sent as notifications/message (level info, logger
-"tether", data { event: "job_completed", text, job }) and noted in the next tool result.
+"tether", data { event: "job_completed", text, job }) and noted in the next tool result; so is a
+terminal whose shell exits on its own (data { event: "terminal_exited", text, terminal }).
 
 Options:
   --persistent-bash        bash runs in one hidden persistent shell per client (cd and variables

@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import type { JobCompletedNotice } from '../../src/adapters/mcp/mcp-notices.js';
+import type { CompletionNoticeData } from '../../src/adapters/mcp/mcp-notices.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 
 // The built CLI, as an MCP client launches it (npm test builds before vitest).
@@ -30,9 +30,9 @@ async function connect() {
     stderr += chunk.toString('utf8');
   });
   const client = new Client({ name: 'tether-test', version: '1.0.0' });
-  const notices: JobCompletedNotice[] = [];
+  const notices: CompletionNoticeData[] = [];
   client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-    if (n.params.logger === 'tether') notices.push(n.params.data as JobCompletedNotice);
+    if (n.params.logger === 'tether') notices.push(n.params.data as CompletionNoticeData);
   });
   await client.connect(transport);
   const call = async (name: string, args: Record<string, unknown> = {}): Promise<ToolCall> => {
@@ -78,13 +78,14 @@ describe('tether mcp (stdio, SDK client)', () => {
     }
   });
 
-  it('M, D1: completions arrive as notifications, prompts are answered, and disconnecting stops everything', async () => {
+  it('M, D1, W1: completions (jobs and terminal exits) arrive as notifications, prompts are answered, and disconnecting stops everything', async () => {
     const s = await connect();
     // A background job that completes: its notice arrives as notifications/message.
     const started = await s.call('bash', { command: 'echo bg-done', run_in_background: true });
     const jobId = (started.data.job as { id: string }).id;
-    await until(() => s.notices.some((n) => n.job.id === jobId));
-    const notice = s.notices.find((n) => n.job.id === jobId)!;
+    const ofJob = (n: CompletionNoticeData) => n.event === 'job_completed' && n.job.id === jobId;
+    await until(() => s.notices.some(ofJob));
+    const notice = s.notices.find(ofJob)!;
     expect(notice).toMatchObject({ event: 'job_completed', job: { state: 'succeeded', exitCode: 0 } });
     expect(notice.text).toContain(`Background job ${jobId} succeeded (exit code 0)`);
     // … and as a note on the next tool result, for clients that do not show logs to the model.
@@ -103,6 +104,16 @@ describe('tether mcp (stdio, SDK client)', () => {
     await type('Ada\n');
     const greeted = await type('echo "hi $n"\n');
     expect(greeted.text).toContain('hi Ada');
+
+    // W1: a terminal whose shell exits on its own is a completion too.
+    const other = await s.call('terminal_open');
+    const otherId = (other.data.terminal as { id: string }).id;
+    await s.call('terminal_send', { terminal_id: otherId, input: 'exit 7\n' });
+    await until(() => s.notices.some((n) => n.event === 'terminal_exited' && n.terminal.id === otherId));
+    expect(s.notices.find((n) => n.event === 'terminal_exited')).toMatchObject({
+      terminal: { id: otherId, exitCode: 7, reason: 'exit' },
+      text: expect.stringContaining(`Terminal ${otherId} ended on its own (exit code 7)`),
+    });
 
     // Leave work running: a background job, and a foreground program in the terminal.
     await s.call('bash', { command: 'sleep 300', run_in_background: true });
