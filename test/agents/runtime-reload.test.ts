@@ -79,6 +79,21 @@ describe('rt.reload (hot reload of provider and lifecycle wiring)', () => {
     expect(keys).toEqual([`terminal:${t.id}`]);
   });
 
+  it('S5, W1: an agent created during the gap gets one router, not two; its completions arrive once', async () => {
+    let born: ReturnType<typeof recorder> | undefined;
+    await rt.reload({
+      provider: () => {
+        born = recorder('born'); // published with its own router while the others are detached
+        return createLocalProvider();
+      },
+    });
+    expect(rt.agents.stats()).toMatchObject({ agents: 1, listeners: 1 });
+    const job = await rt.shell.background(born!.agent.owner, { command: 'true' });
+    await waitFor(() => born!.keys.length > 0, 'the notice');
+    await sleep(200);
+    expect(born!.keys).toEqual([`job:${job.id}`]);
+  });
+
   it('S5, D1: an agent disposed during the gap is still drained to verified-dead trees and gets no new router', async () => {
     const gone = rt.agents.create({ sessionId: 'gone', onTurn: () => {} });
     const stays = rt.agents.create({ sessionId: 'stays', onTurn: () => {} });
