@@ -25,6 +25,8 @@ export interface ProcessJob {
 }
 
 const sharedProvider = createLocalProvider();
+/** As in `src/shell/shell-job.ts`. */
+const INTERRUPT_GRACE_MS = 200;
 
 // The shape the lead's shell producer has: stream decoded output into ctx.append, cancel =
 // interrupt the group then tree-kill (J7), done = exit + tree verified gone + streams drained.
@@ -51,6 +53,7 @@ export function processJob(command: string, options: ProcessJobOptions = {}): Pr
       resolveHandle(child);
       const drained = Promise.all([child.stdout, child.stderr].map((s) => streamClosed(s, ctx.append)));
       let exited = false;
+      let grace: NodeJS.Timeout | undefined;
       let killing: ReturnType<SubprocessHandle['kill']> | undefined;
       const kill = () => {
         killing ??= child.kill();
@@ -59,6 +62,7 @@ export function processJob(command: string, options: ProcessJobOptions = {}): Pr
       const done = (async () => {
         const exit = await child.exited;
         exited = true;
+        clearTimeout(grace);
         const verdict = await kill();
         await drained;
         if (exit.exitCode !== null && exit.exitCode === options.rejectOnExit)
@@ -70,11 +74,15 @@ export function processJob(command: string, options: ProcessJobOptions = {}): Pr
       return {
         cancel: () => {
           cancels++;
-          // J7: interrupt the foreground group first, then the verified tree kill.
+          // J7 as the shell producer does it: interrupt the foreground group and give it a
+          // moment to exit on its own (its INT traps run), then the verified tree kill. A TERM
+          // sent together with the SIGINT could beat the trap.
           if (!exited && isSameLiveProcess(child.identity)) {
             try {
               process.kill(-child.identity.pid, 'SIGINT');
             } catch {}
+            grace ??= setTimeout(() => void kill(), INTERRUPT_GRACE_MS);
+            return;
           }
           void kill();
         },
