@@ -22,9 +22,9 @@ const codeOf = (err: unknown) => (err instanceof TetherError ? err.code : String
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Every notice an agent received, as `job:<id>` / `terminal:<id>` keys, in order. */
-function recorder(sessionId: string) {
+function recorder(sessionId: string, runtime: Runtime = rt) {
   const keys: string[] = [];
-  const agent = rt.agents.create({
+  const agent = runtime.agents.create({
     sessionId,
     onTurn: () => {},
     onNotice: (notice) => {
@@ -53,15 +53,22 @@ describe('rt.reload (hot reload of provider and lifecycle wiring)', () => {
   });
 
   it('S5, W1: a completion the old router already claimed is delivered by it after DETACH, and not again by the new one', async () => {
-    const { agent, keys } = recorder('claimed');
-    const job = await rt.shell.background(agent.owner, { command: 'true' });
-    await rt.jobs.wait(agent.owner, job.id, 10_000);
-    await waitFor(() => rt.agents.stats().queued > 0, 'the old router to claim it (inside its quiet window)');
-    await rt.reload();
-    await waitFor(() => keys.length > 0, 'the flushed notice');
-    await sleep(200);
-    expect(keys).toEqual([`job:${job.id}`]);
-    expect(rt.agents.stats()).toMatchObject({ listeners: 1, queued: 0, actors: 2 });
+    // A 10 s quiet window: the claim is certainly still pending when the reload comes.
+    const slow = await createRuntime({ limits: { cleanupGraceMs: 200, quietWindowMs: 10_000 } });
+    try {
+      const { agent, keys } = recorder('claimed', slow);
+      const job = await slow.shell.background(agent.owner, { command: 'true' });
+      await slow.jobs.wait(agent.owner, job.id, 10_000);
+      await waitFor(() => slow.agents.stats().queued > 0, 'the old router to claim it');
+      await slow.reload();
+      // Flushed at DETACH, long before the 10 s window would have closed.
+      await waitFor(() => keys.length > 0, 'the flushed notice', 5_000);
+      await sleep(200);
+      expect(keys).toEqual([`job:${job.id}`]);
+      expect(slow.agents.stats()).toMatchObject({ listeners: 1, queued: 0, actors: 2 });
+    } finally {
+      await slow.dispose();
+    }
   });
 
   it('S5, W1: a terminal whose shell exits in the gap is replayed too', async () => {
