@@ -5,6 +5,7 @@ import { getShortestPaths, type StatePath } from 'xstate/graph';
 import { type AgentMachineInput, agentMachine } from '../../machines/agent.js';
 import type { JobInfo } from '../../src/jobs/job-types.js';
 import { type AgentHarness, agentHarness, heldDriver } from '../agents/agent-harness.js';
+import { actorDone, actorFailed } from '../support/actor-events.js';
 import { failsWith } from '../support/job-harness.js';
 
 type AgentSnapshot = SnapshotFrom<typeof agentMachine>;
@@ -18,21 +19,9 @@ const job = {
   state: 'succeeded',
   isTerminal: true,
 } as JobInfo;
-const turnDone = {
-  type: 'xstate.done.actor.turn',
-  actorId: 'turn',
-  output: undefined,
-} as unknown as AgentEvent;
-const turnFailed = {
-  type: 'xstate.error.actor.turn',
-  actorId: 'turn',
-  error: new Error('boom'),
-} as unknown as AgentEvent;
-const tornDown = {
-  type: 'xstate.done.actor.teardown',
-  actorId: 'teardown',
-  output: undefined,
-} as unknown as AgentEvent;
+const turnDone = actorDone<AgentEvent>('turn');
+const turnFailed = actorFailed<AgentEvent>('turn', new Error('boom'));
+const tornDown = actorDone<AgentEvent>('teardown');
 const claim = (s: AgentSnapshot): AgentEvent => ({ type: 'CLAIM', turn: s.context.turns });
 const outside: AgentEvent[] = [
   { type: 'SAY', text: 'hello' },

@@ -21,6 +21,7 @@ import {
 import { subscribeCompletions } from '../../src/agents/agent-delivery.js';
 import type { AgentRecord } from '../../src/agents/agent-record.js';
 import type { JobInfo } from '../../src/jobs/job-types.js';
+import { actorDone, actorFailed } from '../support/actor-events.js';
 import { type JobHarness, jobHarness } from '../support/job-harness.js';
 import { manualJob } from '../support/manual-job.js';
 
@@ -43,21 +44,9 @@ const windowClosed = {
 const attached = (s: RouterSnapshot) => s.matches({ routing: { source: 'attached' } });
 const inDelivery = (s: RouterSnapshot, state: 'quiet' | 'collecting' | 'delivering') =>
   s.matches({ routing: { delivery: state } });
-const delivered = {
-  type: 'xstate.done.actor.deliver',
-  actorId: 'deliver',
-  output: undefined,
-} as unknown as RouterEvent;
-const deliveryFailed = {
-  type: 'xstate.error.actor.deliver',
-  actorId: 'deliver',
-  error: new Error('sender down'),
-} as unknown as RouterEvent;
-const sourceFailed = {
-  type: 'xstate.error.actor.completions',
-  actorId: 'completions',
-  error: new Error('gone'),
-} as unknown as RouterEvent;
+const delivered = actorDone<RouterEvent>('deliver');
+const deliveryFailed = actorFailed<RouterEvent>('deliver', new Error('sender down'));
+const sourceFailed = actorFailed<RouterEvent>('completions', new Error('gone'));
 
 // What can happen in each state; `source` adds the subscription failing (not producible for real later on).
 const eventsOf =

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { type EventFromLogic, type SnapshotFrom, transition } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
 import { type JobMachineInput, jobMachine } from '../../machines/job.js';
+import { actorDone, actorFailed } from '../support/actor-events.js';
 import { type JobHarness, jobHarness, settle } from '../support/job-harness.js';
 import { processJob } from '../support/process-job.js';
 
@@ -13,21 +14,13 @@ const FINAL = ['succeeded', 'failed', 'killed'] as const;
 
 // The producer's settlement arrives as the invoked actor's done/error event.
 const exited = (exitCode: number | null, signal: string | null = null) =>
-  ({
-    type: 'xstate.done.actor.producer',
-    actorId: 'producer',
-    output: { exitCode, signal },
-  }) as unknown as JobEvent;
+  actorDone<JobEvent>('producer', { exitCode, signal });
 const events: JobEvent[] = [
   { type: 'CANCEL' },
   exited(0),
   exited(3),
   exited(null, 'SIGKILL'),
-  {
-    type: 'xstate.error.actor.producer',
-    actorId: 'producer',
-    error: new Error('boom'),
-  } as unknown as JobEvent,
+  actorFailed<JobEvent>('producer', new Error('boom')),
 ];
 const traversal = {
   input,

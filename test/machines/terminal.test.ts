@@ -3,14 +3,12 @@ import { type EventFromLogic, type SnapshotFrom, transition } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
 import { terminalMachine } from '../../machines/terminal.js';
 import { createRuntime, type Runtime, type TerminalInfo, type TetherError } from '../../src/index.js';
+import { actorDone } from '../support/actor-events.js';
 
 type TerminalSnapshot = SnapshotFrom<typeof terminalMachine>;
 type TerminalEvent = EventFromLogic<typeof terminalMachine>;
 
-const closerDone = {
-  type: 'xstate.done.actor.0.terminal.closing',
-  output: undefined,
-} as unknown as TerminalEvent;
+const closerDone = actorDone<TerminalEvent>('0.terminal.closing');
 const events: TerminalEvent[] = [
   { type: 'OPENED' },
   { type: 'OPEN_FAILED' },
