@@ -175,9 +175,11 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     },
   });
 
-  // `let`: a reload swaps the provider for the calls that start after it (S5).
-  let shellDeps: ShellDeps = {
-    provider: current,
+  // `provider` is read per call: a reload swaps it for the calls that start after it (S5).
+  const shellDeps: ShellDeps = {
+    get provider() {
+      return current;
+    },
     lifetime: lifetime.signal,
     spillPool,
     defaults: {
@@ -262,7 +264,6 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         if (disposing) return;
         providers.add(loaded);
         current = loaded;
-        shellDeps = { ...shellDeps, provider: loaded };
       });
     },
     dispose() {
