@@ -66,11 +66,9 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
   const { owners, defaults } = options;
   const retentionChars = options.retentionChars ?? 1_048_576;
   const maxPerOwner = options.maxPerOwner ?? 8;
-  const own =
-    options.provider === undefined ? createLocalProvider(options.env ? { env: options.env } : {}) : null;
   const given = options.provider;
-  const currentProvider = (): SubprocessProvider =>
-    own ?? (typeof given === 'function' ? given() : (given as SubprocessProvider));
+  const own = given === undefined ? createLocalProvider(options.env ? { env: options.env } : {}) : null;
+  const currentProvider: () => SubprocessProvider = typeof given === 'function' ? given : () => own ?? given!;
   /** Every provider a terminal was opened with: their PTY workers are this service's to report (D3). */
   const used = new Set<SubprocessProvider>();
   // The rc file exists from the first open until dispose.
