@@ -4,7 +4,6 @@ import type { JobExit } from '../../machines/job.js';
 import type { CompletionSubscription } from '../completions/completion-hub.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
-import type { JobErrorReporter } from './job-record.js';
 
 export type { JobInfo, JobState } from '../../machines/facts.js';
 export type { JobExit } from '../../machines/job.js';
@@ -129,6 +128,12 @@ export interface JobService {
   /** Drains every owner, settles deliveries and stops the actor system (D2). Idempotent. */
   dispose(): Promise<void>;
 }
+
+/** Where a producer hook or listener failure is reported (never thrown into the runtime). */
+export type JobErrorReporter = (
+  error: unknown,
+  where: { readonly jobId: string; readonly hook: string },
+) => void;
 
 /** Options of `createJobService`. */
 export interface JobServiceOptions {
