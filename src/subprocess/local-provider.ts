@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn as spawnChild } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { TetherError } from '../errors.js';
-import { createPtyHost, type PtyHost } from '../terminals/pty-host.js';
 import { type EnvPolicy, sanitizeEnv } from './env.js';
 import { readIdentity } from './identity.js';
 import { newTreeId, TREE_MARKER_ENV } from './marker.js';
 import { markPids, type PidMark } from './pid-mark.js';
+import { createPtyHost, type PtyHost } from './pty/pty-host.js';
 import { killProcessTree } from './tree-kill.js';
 import type {
   ProcessIdentity,

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TetherError } from '../errors.js';
+import type { PtySession } from '../subprocess/pty/pty-host.js';
 import { ExecutionCapture } from './execution-capture.js';
-import type { PtySession } from './pty-host.js';
 import { executeLine } from './shell-protocol.js';
 import type { TerminalCommandResult } from './terminal-types.js';
 

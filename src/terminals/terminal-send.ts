@@ -1,6 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { PtySession } from './pty-host.js';
-import { probeStdinRead, type StdinProof, stdinProofSupported } from './stdin-probe.js';
+import {
+  probeStdinRead,
+  type StdinProof,
+  stdinProofSupported,
+} from '../subprocess/input-probe/stdin-probe.js';
+import type { PtySession } from '../subprocess/pty/pty-host.js';
 import type { WaitReason } from './terminal-types.js';
 
 /**

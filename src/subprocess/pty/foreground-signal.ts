@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readProcStat } from '../subprocess/proc.js';
+import { readProcStat } from '../proc.js';
 import type { PtySession } from './pty-host.js';
 
 /** How often, and how long, the foreground is re-checked after an interrupt. */

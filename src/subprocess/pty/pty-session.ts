@@ -1,12 +1,7 @@
-import { TetherError } from '../errors.js';
-import { isSameLiveProcess } from '../subprocess/identity.js';
-import { killProcessTree } from '../subprocess/tree-kill.js';
-import type {
-  ProcessIdentity,
-  TerminalHandle,
-  TerminalHandleExit,
-  TreeKillVerdict,
-} from '../subprocess/types.js';
+import { TetherError } from '../../errors.js';
+import { isSameLiveProcess } from '../identity.js';
+import { killProcessTree } from '../tree-kill.js';
+import type { ProcessIdentity, TerminalHandle, TerminalHandleExit, TreeKillVerdict } from '../types.js';
 import type { PtyHostRequest } from './pty-protocol.js';
 import { type PtySignalTarget, signalGroupOf, signalTerminal } from './pty-signal.js';
 
