@@ -51,6 +51,8 @@ export {
   type LocalProviderOptions,
 } from './subprocess/local-provider.js';
 export type {
+  InputProbe,
+  InputWaitProof,
   ProcessIdentity,
   StdioDisposition,
   SubprocessExit,

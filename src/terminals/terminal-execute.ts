@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TetherError } from '../errors.js';
-import type { PtySession } from '../subprocess/pty/pty-host.js';
+import type { TerminalHandle } from '../subprocess/types.js';
 import { ExecutionCapture } from './execution-capture.js';
 import { executeLine } from './shell-protocol.js';
 import type { TerminalCommandResult } from './terminal-types.js';
@@ -13,7 +13,7 @@ const OUTPUT_CAP_CHARS = 1_048_576;
 
 /** What `execute` needs from the terminal it runs on. */
 export interface ExecuteTarget {
-  readonly pty: PtySession;
+  readonly pty: TerminalHandle;
   /** Kills the current shell's tree and starts a fresh one behind the same terminal id. */
   resetShell(): Promise<void>;
 }
@@ -81,7 +81,7 @@ function abortedError(): TetherError {
 // Which comes first: the end marker, the shell's exit, the deadline, or the caller's abort.
 async function race(
   capture: ExecutionCapture,
-  pty: PtySession,
+  pty: TerminalHandle,
   ms: number,
   stop: AbortSignal,
   caller?: AbortSignal,

@@ -1,10 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  probeStdinRead,
-  type StdinProof,
-  stdinProofSupported,
-} from '../subprocess/input-probe/stdin-probe.js';
-import type { PtySession } from '../subprocess/pty/pty-host.js';
+import type { InputProbe, TerminalHandle } from '../subprocess/types.js';
 import type { WaitReason } from './terminal-types.js';
 
 /**
@@ -31,13 +26,13 @@ export interface SendWait {
  *
  * @example
  * ```ts
- * const before = proofBeforeInput(pty);
+ * const before = await proofBeforeInput(pty);
  * await pty.write(input);
  * const reason = await waitForReason(pty, before, { settleMs: 500, timeoutMs: 30_000, startedAt });
  * ```
  */
-export function proofBeforeInput(pty: PtySession): StdinProof | null {
-  return stdinProofSupported() ? probeStdinRead({ root: pty.identity, ttyPath: pty.ttyPath }) : null;
+export function proofBeforeInput(pty: TerminalHandle): Promise<InputProbe> {
+  return pty.probeInput();
 }
 
 /**
@@ -47,8 +42,8 @@ export function proofBeforeInput(pty: PtySession): StdinProof | null {
  * total deadline passed. Every timer it arms is cancelled when it returns.
  */
 export async function waitForReason(
-  pty: PtySession,
-  before: StdinProof | null,
+  pty: TerminalHandle,
+  before: InputProbe,
   wait: SendWait,
 ): Promise<WaitReason> {
   const writtenAt = performance.now();
@@ -63,7 +58,7 @@ export async function waitForReason(
       const now = performance.now();
       if (now - wait.startedAt >= wait.timeoutMs) return 'timeout';
       if (now - Math.max(writtenAt, pty.lastOutputAt) >= wait.settleMs) return 'inferred_idle';
-      if (before !== null && (await provenWaiting(pty, before, timers.signal))) {
+      if (await provenWaiting(pty, before, timers.signal)) {
         if (exited) return 'session_exit';
         return 'stdin_read';
       }
@@ -75,12 +70,15 @@ export async function waitForReason(
 }
 
 // T6 caller's half: a proof counts only if it is new since the write (T5) and no output
-// arrived from the moment the scan began until stragglers had time to land.
-async function provenWaiting(pty: PtySession, before: StdinProof, signal: AbortSignal): Promise<boolean> {
+// arrived from the moment the probe began until stragglers had time to land. Only the handle's
+// answer counts: `unknown` and `waiting: false` prove nothing.
+async function provenWaiting(pty: TerminalHandle, before: InputProbe, signal: AbortSignal): Promise<boolean> {
   const scanStartedAt = performance.now();
-  const proof = probeStdinRead({ root: pty.identity, ttyPath: pty.ttyPath });
-  if (!proof.proven) return false;
-  const fresh = !before.proven || proof.tid !== before.tid || proof.wakeups > before.wakeups;
+  const answer = await pty.probeInput();
+  if (!('waiting' in answer) || !answer.waiting) return false;
+  const { proof } = answer;
+  const was = 'waiting' in before && before.waiting ? before.proof : null;
+  const fresh = was === null || proof.tid !== was.tid || proof.wakeups > was.wakeups;
   if (!fresh) return false;
   await sleep(STRAGGLER_MS, undefined, { signal });
   return pty.lastOutputAt < scanStartedAt;

@@ -10,7 +10,6 @@ import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { EnvPolicy } from '../subprocess/env.js';
 import { createLocalProvider } from '../subprocess/local-provider.js';
-import { signalForeground } from '../subprocess/pty/foreground-signal.js';
 import type { SubprocessProvider, TerminalHandle, TerminalSpawnSpec } from '../subprocess/types.js';
 import { renderScreen } from './screen.js';
 import { SHELL_RC } from './shell-protocol.js';
@@ -233,7 +232,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         const startedAt = performance.now();
         const from = record.output.end;
         const pty = record.pty;
-        const before = proofBeforeInput(pty);
+        const before = await proofBeforeInput(pty);
         await pty.write(input);
         const waitReason = await waitForReason(pty, before, { settleMs, timeoutMs, startedAt });
         const page = record.output.read(from, Number.MAX_SAFE_INTEGER);
@@ -304,7 +303,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         (TERMINAL_SIGNALS as readonly string[]).includes(signal),
         `signal must be one of ${TERMINAL_SIGNALS.join(', ')}, got ${String(signal)}`,
       );
-      if (!(await signalForeground(record.pty, signal))) {
+      if (!(await record.pty.signalForeground(signal))) {
         throw new TetherError('TERMINAL_CLOSED', `terminal '${id}' has no live foreground process to signal`);
       }
     },
