@@ -1,6 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { assertArgument, TetherError } from '../errors.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { InputProbe, TerminalHandle } from '../subprocess/types.js';
-import type { WaitReason } from './terminal-types.js';
+import type { TerminalTable } from './terminal-table.js';
+import {
+  TERMINAL_SIGNALS,
+  type TerminalSendResult,
+  type TerminalSignal,
+  type WaitReason,
+} from './terminal-types.js';
 
 /**
  * How long `send` waits before looking again (output silence, the stdin proof, the deadline):
@@ -18,6 +26,72 @@ export interface SendWait {
   readonly timeoutMs: number;
   /** `performance.now()` when the send began (the total deadline counts from here). */
   readonly startedAt: number;
+}
+
+/**
+ * `send` (T5): writes `input` in the terminal's one turn and returns the output that followed
+ * with why it returned — `stdin_read` only on the handle's proof (T6), else `inferred_idle`,
+ * `timeout` or `session_exit`.
+ *
+ * @example
+ * ```ts
+ * const r = await sendToTerminal(table, owner, id, 'read x\r', {});
+ * r.waitReason; // 'stdin_read'
+ * ```
+ */
+export async function sendToTerminal(
+  table: TerminalTable,
+  owner: AgentOwnerToken,
+  id: string,
+  input: string,
+  opts: { settleMs?: number; timeoutMs?: number },
+): Promise<TerminalSendResult> {
+  const record = table.lookup(owner, id);
+  assertArgument(typeof input === 'string', 'input must be a string (use "\\r" or "\\n" for Enter)');
+  const settleMs = opts.settleMs ?? 500;
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  assertArgument(
+    Number.isFinite(settleMs) && settleMs >= 0,
+    `settleMs must be a finite number >= 0, got ${settleMs}`,
+  );
+  assertArgument(
+    Number.isFinite(timeoutMs) && timeoutMs > 0,
+    `timeoutMs must be a positive finite number, got ${timeoutMs}`,
+  );
+  return table.withTurn(record, 'send', async () => {
+    const startedAt = performance.now();
+    const from = record.output.end;
+    const pty = record.pty;
+    const before = await proofBeforeInput(pty);
+    await pty.write(input);
+    const waitReason = await waitForReason(pty, before, { settleMs, timeoutMs, startedAt });
+    const page = record.output.read(from, Number.MAX_SAFE_INTEGER);
+    return { output: page.text, cursor: page.cursor, lossy: page.lossy, waitReason };
+  });
+}
+
+/**
+ * `signal` (T8): the provider's handle delivers it to what runs in the foreground now.
+ *
+ * @example
+ * ```ts
+ * await signalTerminal(table, owner, id, 'SIGINT');
+ * ```
+ */
+export async function signalTerminal(
+  table: TerminalTable,
+  owner: AgentOwnerToken,
+  id: string,
+  signal: TerminalSignal,
+): Promise<void> {
+  const record = table.lookup(owner, id);
+  assertArgument(
+    (TERMINAL_SIGNALS as readonly string[]).includes(signal),
+    `signal must be one of ${TERMINAL_SIGNALS.join(', ')}, got ${String(signal)}`,
+  );
+  if (!(await record.pty.signalForeground(signal))) {
+    throw new TetherError('TERMINAL_CLOSED', `terminal '${id}' has no live foreground process to signal`);
+  }
 }
 
 /**
