@@ -131,6 +131,10 @@ describe('machines/agent', () => {
       for (const path of paths) {
         for (const step of replay(input, path)) {
           checkStep(input, step);
+          // every step out of a reached state, not only the ones on a shortest path
+          for (const event of events(step.next)) {
+            checkStep(input, { event, prev: step.next, next: transition(agentMachine, step.next, event)[0] });
+          }
           reached.add(JSON.stringify(step.next.value));
           reached.add(`wakes=${step.next.context.wakes}`);
           if (step.next.status === 'done') {
