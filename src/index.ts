@@ -1,6 +1,7 @@
 export { createAgentService } from './agents/agent-service.js';
 export type {
   Agent,
+  AgentDisposal,
   AgentErrorReporter,
   AgentErrorStage,
   AgentOptions,

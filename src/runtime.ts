@@ -95,7 +95,7 @@ export interface Runtime {
  *
  * @example
  * ```ts
- * import { createRuntime } from 'tether';
+ * import { createRuntime } from 'tether-runtime';
  * const rt = await createRuntime();
  * const { exitCode, output } = await rt.shell.run({ command: 'echo hello' });
  * const lease = rt.owners.host();
