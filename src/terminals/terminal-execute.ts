@@ -16,6 +16,11 @@ export interface ExecuteTarget {
   readonly pty: PtySession;
   /** Kills the current shell's tree and starts a fresh one behind the same terminal id. */
   resetShell(): Promise<void>;
+  /**
+   * The transcript shows `command` where the shell echoes `line` (T7 hygiene of `read` and
+   * `screen`); the returned function ends that once the call is over.
+   */
+  expectEcho?(nonce: string, line: string, command: string): () => void;
 }
 
 /**
@@ -42,8 +47,10 @@ export async function executeInTerminal(
   const capture = new ExecutionCapture(randomBytes(8).toString('hex'), OUTPUT_CAP_CHARS);
   const unsubscribe = pty.onData((text) => capture.push(text));
   const timers = new AbortController();
+  const line = executeLine(capture.nonce, command);
+  const endEcho = target.expectEcho?.(capture.nonce, line, command);
   try {
-    await pty.write(executeLine(capture.nonce, command));
+    await pty.write(line);
     const ended = await race(capture, pty, timeoutMs, timers.signal, signal);
     if (ended === 'finished') return finished(capture, false);
     if (ended === 'timeout' || ended === 'aborted') {
@@ -66,6 +73,7 @@ export async function executeInTerminal(
     timers.abort();
     capture.abandon();
     unsubscribe();
+    endEcho?.();
   }
 }
 

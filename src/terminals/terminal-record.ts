@@ -9,7 +9,8 @@ import type { TerminalExit, TerminalInfo } from './terminal-types.js';
 /**
  * One open terminal as the service holds it: its actor (the lifecycle's only truth), the PTY
  * session currently behind it (replaced when `execute` resets the shell), and its retained
- * output. The raw stream goes through the marker filter into the retention buffer.
+ * output. The raw stream goes through the marker filter (T7: no markers, no wrapper echo) into
+ * the retention buffer and the screen tail.
  */
 export class TerminalRecord {
   readonly id: string;
@@ -100,11 +101,23 @@ export class TerminalRecord {
     };
   }
 
+  /**
+   * T7 on the transcript: until `execute`'s start marker for `nonce`, the shell's echo of
+   * `line` is shown as `command` (see {@link MarkerFilter.expectEcho}). Call the returned
+   * function when the execute is over.
+   */
+  expectEcho(nonce: string, line: string, command: string): () => void {
+    this.#filter.expectEcho(nonce, line, command);
+    return () => this.#show(this.#filter.push(this.#filter.endEcho()));
+  }
+
   #attach(pty: TerminalHandle): () => void {
-    return pty.onData((text) => {
-      const visible = this.#filter.push(text);
-      this.output.append(visible);
-      this.screenTail.push(visible);
-    });
+    return pty.onData((text) => this.#show(this.#filter.push(text)));
+  }
+
+  #show(visible: string): void {
+    if (visible === '') return;
+    this.output.append(visible);
+    this.screenTail.push(visible);
   }
 }

@@ -266,6 +266,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
                 record.actor.send({ type: 'SHELL_RESET' });
                 watchExit(record);
               },
+              expectEcho: (nonce, line, typed) => record.expectEcho(nonce, line, typed),
             },
             command,
             timeoutMs,
