@@ -4,10 +4,10 @@ import { assertArgument, TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
 import type { JobInfo, JobService, JobServiceStats } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
+import { identifiedJobSpec, ownerEnv, withIdentity } from './owner-env.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
 import type { AgentOwnerToken } from './owners/owner-token.js';
 import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
-import { shellJobSpec } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellRequest, ShellResult } from './shell/shell-types.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
@@ -22,12 +22,16 @@ import type { ToolRegistry } from './tools/tool-types.js';
 
 /** `rt.shell`: one-shot commands (SPEC section 2). */
 export interface ShellService {
-  /** Runs a command to its end; exit, timeout and cancellation are result fields (C1). */
-  run(req: ShellRequest): Promise<ShellResult>;
+  /**
+   * Runs a command to its end; exit, timeout and cancellation are result fields (C1). With
+   * `owner` (what the `bash` tool passes), the owner must be live and the command's env gets
+   * its identity: `TETHER_SESSION_ID` and `TETHER_AGENT_ID` for an agent (S3).
+   */
+  run(req: ShellRequest, owner?: AgentOwnerToken): Promise<ShellResult>;
   /**
    * Starts the command as a background job of `owner` (C3) and returns its info once the
    * registry owns it. `req.signal` is checked before anything starts; `req.timeoutMs` kills
-   * the job's tree when it passes.
+   * the job's tree when it passes. Its env has the owner's identity and `TETHER_JOB_ID` (S3).
    */
   background(owner: AgentOwnerToken, req: ShellRequest): Promise<JobInfo>;
 }
@@ -119,6 +123,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   const opts = resolveOptions(options);
   const spillPool = opts.spillDir === false ? null : createSpillPool({ dir: opts.spillDir });
   const owners = createOwnerRegistry();
+  const envOf = ownerEnv(owners, opts.env.identityPrefix);
   const jobs = createJobService({
     owners,
     maxRunningPerOwner: opts.maxJobsPerOwner,
@@ -135,6 +140,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     defaults: { shell: opts.shell, cwd: opts.cwd, cleanupGraceMs: opts.cleanupGraceMs },
     retentionChars: opts.terminalRetentionChars,
     maxPerOwner: opts.maxTerminalsPerOwner,
+    identityEnv: (owner) => envOf(owner),
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   const inFlight = new Set<Promise<unknown>>();
@@ -192,17 +198,21 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   };
 
   const shell: ShellService = {
-    run: (req) => track(() => runShell(shellDeps, req)),
+    run: (req, owner) =>
+      track(async () => {
+        if (owner === undefined) return runShell(shellDeps, req);
+        return runShell(shellDeps, withIdentity(req, envOf(owners.assertLive(owner))));
+      }),
     background: (owner, req) =>
       track(() =>
         jobs.start(
           owner,
-          shellJobSpec(shellDeps, req),
+          identifiedJobSpec(shellDeps, req, (jobId) => envOf(owner, jobId)),
           req?.signal !== undefined ? { signal: req.signal } : {},
         ),
       ),
   };
-  const persistentBash = createPersistentBash(terminals);
+  const persistentBash = createPersistentBash(terminals, { cwd: opts.cwd });
   const tools = createToolRegistry({ shell, jobs, terminals, persistentBash }, opts.tools);
   // Agents drain their terminals, then their jobs (reverse start order, D1).
   const agents = createAgentService({

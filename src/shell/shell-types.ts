@@ -1,7 +1,10 @@
 /** One command for `rt.shell.run` (SPEC section 9). */
 export interface ShellRequest {
   readonly command: string;
-  /** Defaults to the runtime's cwd. Must exist: a missing directory throws CWD_NOT_FOUND. */
+  /**
+   * Defaults to the runtime's cwd; a relative path is resolved against it. Must exist: a
+   * missing directory throws CWD_NOT_FOUND before anything starts.
+   */
   readonly cwd?: string;
   /** Kill the whole tree after this many ms; the result says `timedOut`. */
   readonly timeoutMs?: number;

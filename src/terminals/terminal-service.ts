@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createActor, fromPromise, type InspectionEvent } from 'xstate';
 import { terminalMachine } from '../../machines/terminal.js';
 import { CompletionHub } from '../completions/completion-hub.js';
@@ -43,6 +43,11 @@ export interface TerminalServiceOptions {
   readonly retentionChars?: number;
   /** Open terminals per owner; default 8. One more fails with TERMINAL_LIMIT. */
   readonly maxPerOwner?: number;
+  /**
+   * The identity overlay of an owner's shells (S3: session and agent ids), applied last on the
+   * spawn env. The composition root supplies it; none by default.
+   */
+  readonly identityEnv?: (owner: AgentOwnerToken) => Readonly<Record<string, string>>;
   readonly inspect?: (event: InspectionEvent) => void;
 }
 
@@ -152,7 +157,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
       if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
       const token = owners.assertLive(owner);
       const ownerKey = owners.keyOf(token);
-      const spec = openSpec(opts, defaults, rcFile());
+      const spec = openSpec(opts, defaults, rcFile(), options.identityEnv?.(token) ?? {});
       const provider = currentProvider();
       const mine =
         [...records.values()].filter((r) => r.ownerKey === ownerKey).length + (opening.get(ownerKey) ?? 0);
@@ -381,6 +386,7 @@ function openSpec(
   opts: TerminalOpenOptions,
   defaults: TerminalServiceOptions['defaults'],
   rcFile: string,
+  identity: Readonly<Record<string, string>>,
 ): TerminalSpawnSpec {
   assertArgument(typeof opts === 'object' && opts !== null, 'open options must be an object');
   assertArgument(
@@ -388,7 +394,12 @@ function openSpec(
     `hidden must be a boolean, got ${typeof opts.hidden}`,
   );
   const shell = opts.shell ?? defaults.shell;
-  const cwd = opts.cwd ?? defaults.cwd;
+  assertArgument(
+    opts.cwd === undefined || (typeof opts.cwd === 'string' && opts.cwd.length > 0),
+    'cwd must be a non-empty path',
+  );
+  // A relative cwd is relative to the runtime's cwd, never to this process's.
+  const cwd = opts.cwd === undefined ? defaults.cwd : resolve(defaults.cwd, opts.cwd);
   const cols = opts.cols ?? 120;
   const rows = opts.rows ?? 40;
   assertArgument(typeof shell === 'string' && shell.length > 0, 'shell must be a non-empty path');
@@ -402,6 +413,6 @@ function openSpec(
   );
   const isBash = /(^|\/)bash$/.test(shell);
   const argv: [string, ...string[]] = isBash ? [shell, '--noprofile', '--rcfile', rcFile, '-i'] : [shell];
-  const env = { TERM: 'xterm-256color', PAGER: 'cat', GIT_PAGER: 'cat', ...opts.env };
+  const env = { TERM: 'xterm-256color', PAGER: 'cat', GIT_PAGER: 'cat', ...opts.env, ...identity };
   return { argv, cwd, env, cols, rows, cleanupGraceMs: defaults.cleanupGraceMs };
 }
