@@ -23,8 +23,9 @@ PROMPT_COMMAND=__tether_done
 `;
 
 const START = '\x1b]697;S;';
-/** Printed at the end of every prompt (the rc file's PS1). */
-const PROMPT = '\x1b]697;P\x07';
+/** Printed at the end of every prompt (the rc file's PS1): the shell is ready for a line. */
+export const PROMPT_MARKER = '\x1b]697;P\x07';
+const PROMPT = PROMPT_MARKER;
 const END = '\x1b]697;E;';
 const BEL = '\x07';
 

@@ -52,6 +52,8 @@ export interface TerminalServiceOptions {
 }
 
 const ENDED_KEPT = 256;
+/** At most this long the first send or execute of a fresh shell waits for its first prompt. */
+const FIRST_PROMPT_WAIT_MS = 10_000;
 
 /**
  * Creates the terminal service (SPEC section 4): every terminal is an actor of the terminal
@@ -235,8 +237,9 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         `timeoutMs must be a positive finite number, got ${timeoutMs}`,
       );
       return withTurn(record, 'send', async () => {
+        const from = record.output.end; // the first prompt, if this waits for it, is output of this send
+        await record.shellReady(FIRST_PROMPT_WAIT_MS);
         const startedAt = performance.now();
-        const from = record.output.end;
         const pty = record.pty;
         const before = proofBeforeInput(pty);
         await pty.write(input);
@@ -262,6 +265,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         record.executing = true;
         try {
           const from = record.output.end;
+          await record.shellReady(FIRST_PROMPT_WAIT_MS);
           const result = await executeInTerminal(
             {
               pty: record.pty,
