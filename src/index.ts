@@ -33,7 +33,7 @@ export type {
   JobSubscription,
   KillResult,
 } from './jobs/job-types.js';
-export type { OwnerLease } from './owners/owner-registry.js';
+export type { OwnerIdentity, OwnerLease } from './owners/owner-registry.js';
 export type { AgentOwnerToken } from './owners/owner-token.js';
 export {
   createRuntime,
@@ -45,7 +45,7 @@ export {
 } from './runtime.js';
 export type { RuntimeOptions } from './runtime-options.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
-export type { EnvPolicy } from './subprocess/env.js';
+export { type EnvPolicy, type IdentitySnapshot, identityEnv } from './subprocess/env.js';
 export {
   createLocalProvider,
   type LocalProvider,
@@ -67,7 +67,11 @@ export type {
   TreeKillVerdict,
   TreeProof,
 } from './subprocess/types.js';
-export type { PersistentBash, PersistentBashResult } from './terminals/persistent-bash.js';
+export type {
+  PersistentBash,
+  PersistentBashResult,
+  PersistentBashRunOptions,
+} from './terminals/persistent-bash.js';
 export type {
   TerminalChunk,
   TerminalCommandResult,

@@ -4,9 +4,9 @@ import { assertArgument, TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
 import type { JobService, JobServiceStats } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
+import { identifiedJobSpec, ownerEnv, withIdentity } from './owner-env.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
 import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
-import { shellJobSpec } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellService } from './shell/shell-types.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
@@ -108,6 +108,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   const opts = resolveOptions(options);
   const spillPool = opts.spillDir === false ? null : createSpillPool({ dir: opts.spillDir });
   const owners = createOwnerRegistry();
+  const envOf = ownerEnv(owners, opts.env.identityPrefix);
   const jobs = createJobService({
     owners,
     maxRunningPerOwner: opts.maxJobsPerOwner,
@@ -124,6 +125,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     defaults: { shell: opts.shell, cwd: opts.cwd, cleanupGraceMs: opts.cleanupGraceMs },
     retentionChars: opts.terminalRetentionChars,
     maxPerOwner: opts.maxTerminalsPerOwner,
+    identityEnv: (owner) => envOf(owner),
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   const inFlight = new Set<Promise<unknown>>();
@@ -181,17 +183,21 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   };
 
   const shell: ShellService = {
-    run: (req) => track(() => runShell(shellDeps, req)),
+    run: (req, owner) =>
+      track(async () => {
+        if (owner === undefined) return runShell(shellDeps, req);
+        return runShell(shellDeps, withIdentity(req, envOf(owners.assertLive(owner))));
+      }),
     background: (owner, req) =>
       track(() =>
         jobs.start(
           owner,
-          shellJobSpec(shellDeps, req),
+          identifiedJobSpec(shellDeps, req, (jobId) => envOf(owner, jobId)),
           req?.signal !== undefined ? { signal: req.signal } : {},
         ),
       ),
   };
-  const persistentBash = createPersistentBash(terminals);
+  const persistentBash = createPersistentBash(terminals, { cwd: opts.cwd });
   const tools = createToolRegistry({ shell, jobs, terminals, persistentBash }, opts.tools);
   // Agents drain their terminals, then their jobs (reverse start order, D1).
   const agents = createAgentService({

@@ -115,6 +115,9 @@ process.exit = ((code?: number | string | null) => {
   throw new Error('the PTY host is exiting');
 }) as typeof process.exit;
 
+// Last statement of the module: everything above loaded (node-pty included).
+post({ type: 'ready' });
+
 function isDirectory(path: string): boolean {
   try {
     return statSync(path).isDirectory();

@@ -26,7 +26,7 @@ const NO_TOOLS: OwnerTools = {
   call: async (name) => ({
     ok: false,
     code: 'TOOL_NOT_FOUND',
-    text: `no tool '${name}': this agent service was created without tools (createRuntime provides them)`,
+    text: `Error TOOL_NOT_FOUND: there is no tool '${name}': no tools were set up for you.\nThis is a setup error of the program that runs you, not yours to fix.`,
   }),
 };
 
@@ -179,10 +179,12 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
       if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the agent service was disposed');
       const { sessionId, wake, maxWakes, onTurn, onNotice } = resolveAgentOptions(agentOptions);
       const n = ++published;
+      const publication = `agent:${sessionId}:${n}`;
       const record: AgentRecord = {
-        publication: `agent:${sessionId}:${n}`,
+        publication,
         sessionId,
-        lease: owners.agent(), // O1: a fresh token for every publication, also for a reused sessionId
+        // O1: a fresh token for every publication, also for a reused sessionId; S3: its identity.
+        lease: owners.agent({ sessionId, agentId: publication }),
         onTurn,
         onNotice,
         work: new AgentWork(timers),

@@ -3,7 +3,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { JobExit, JobHooks, JobRunContext, JobSpec } from '../jobs/job-types.js';
 import { signalProcessGroup } from '../subprocess/identity.js';
 import type { SubprocessHandle } from '../subprocess/types.js';
-import { closedWithin, NON_INTERACTIVE_ENV, type ShellDeps, validateShellRequest } from './shell-service.js';
+import {
+  closedWithin,
+  NON_INTERACTIVE_ENV,
+  resolveCwd,
+  type ShellDeps,
+  validateShellRequest,
+} from './shell-service.js';
 import type { ShellRequest } from './shell-types.js';
 
 /** How long an interrupted job may take to exit on its own before the tree kill (J7). */
@@ -24,7 +30,7 @@ export function shellJobSpec(deps: ShellDeps, req: ShellRequest): JobSpec {
   const { defaults } = deps;
   const spawnSpec = {
     argv: [req.shell ?? defaults.shell, '-c', req.command] as const,
-    cwd: req.cwd ?? defaults.cwd,
+    cwd: resolveCwd(defaults.cwd, req.cwd),
     stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' } as const,
     cleanupGraceMs: defaults.cleanupGraceMs,
     env: { ...NON_INTERACTIVE_ENV, ...req.env },

@@ -4,7 +4,10 @@ import type { AgentOwnerToken } from '../owners/owner-token.js';
 /** One command for `rt.shell.run` (SPEC section 9). */
 export interface ShellRequest {
   readonly command: string;
-  /** Defaults to the runtime's cwd. Must exist: a missing directory throws CWD_NOT_FOUND. */
+  /**
+   * Defaults to the runtime's cwd; a relative path is resolved against it. Must exist: a
+   * missing directory throws CWD_NOT_FOUND before anything starts.
+   */
   readonly cwd?: string;
   /** Kill the whole tree after this many ms; the result says `timedOut`. */
   readonly timeoutMs?: number;
@@ -42,12 +45,16 @@ export interface ShellResult {
 
 /** `rt.shell`: one-shot commands (SPEC section 2). */
 export interface ShellService {
-  /** Runs a command to its end; exit, timeout and cancellation are result fields (C1). */
-  run(req: ShellRequest): Promise<ShellResult>;
+  /**
+   * Runs a command to its end; exit, timeout and cancellation are result fields (C1). With
+   * `owner` (what the `bash` tool passes), the owner must be live and the command's env gets
+   * its identity: `TETHER_SESSION_ID` and `TETHER_AGENT_ID` for an agent (S3).
+   */
+  run(req: ShellRequest, owner?: AgentOwnerToken): Promise<ShellResult>;
   /**
    * Starts the command as a background job of `owner` (C3) and returns its info once the
    * registry owns it. `req.signal` is checked before anything starts; `req.timeoutMs` kills
-   * the job's tree when it passes.
+   * the job's tree when it passes. Its env has the owner's identity and `TETHER_JOB_ID` (S3).
    */
   background(owner: AgentOwnerToken, req: ShellRequest): Promise<JobInfo>;
 }

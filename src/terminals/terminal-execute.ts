@@ -5,6 +5,7 @@ import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { TerminalHandle } from '../subprocess/types.js';
 import { ExecutionCapture } from './execution-capture.js';
 import { executeLine } from './shell-protocol.js';
+import { FIRST_PROMPT_WAIT_MS } from './terminal-record.js';
 import type { TerminalTable } from './terminal-table.js';
 import type { TerminalCommandResult } from './terminal-types.js';
 
@@ -18,6 +19,11 @@ export interface ExecuteTarget {
   readonly pty: TerminalHandle;
   /** Kills the current shell's tree and starts a fresh one behind the same terminal id. */
   resetShell(): Promise<void>;
+  /**
+   * The transcript shows `command` where the shell echoes `line` (T7 hygiene of `read` and
+   * `screen`); the returned function ends that once the call is over.
+   */
+  expectEcho?(nonce: string, line: string, command: string): () => void;
 }
 
 /**
@@ -53,6 +59,7 @@ export async function executeCommand(
     record.executing = true;
     try {
       const from = record.output.end;
+      await record.shellReady(FIRST_PROMPT_WAIT_MS);
       const result = await executeInTerminal(
         {
           pty: record.pty,
@@ -62,6 +69,7 @@ export async function executeCommand(
             record.actor.send({ type: 'SHELL_RESET' });
             table.watchExit(record);
           },
+          expectEcho: (nonce, line, typed) => record.expectEcho(nonce, line, typed),
         },
         command,
         timeoutMs,
@@ -99,8 +107,10 @@ export async function executeInTerminal(
   const capture = new ExecutionCapture(randomBytes(8).toString('hex'), OUTPUT_CAP_CHARS);
   const unsubscribe = pty.onData((text) => capture.push(text));
   const timers = new AbortController();
+  const line = executeLine(capture.nonce, command);
+  const endEcho = target.expectEcho?.(capture.nonce, line, command);
   try {
-    await pty.write(executeLine(capture.nonce, command));
+    await pty.write(line);
     const ended = await race(capture, pty, timeoutMs, timers.signal, signal);
     if (ended === 'finished') return finished(capture, false);
     if (ended === 'timeout' || ended === 'aborted') {
@@ -123,6 +133,7 @@ export async function executeInTerminal(
     timers.abort();
     capture.abandon();
     unsubscribe();
+    endEcho?.();
   }
 }
 

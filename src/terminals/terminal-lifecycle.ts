@@ -36,7 +36,7 @@ export async function openTerminal(
   const { owners, defaults, currentProvider, maxPerOwner, retentionChars, inspect } = table.config;
   const token = owners.assertLive(owner);
   const ownerKey = owners.keyOf(token);
-  const spec = openSpec(opts, defaults, rcFile());
+  const spec = openSpec(opts, defaults, rcFile(), table.config.identityEnv(token));
   const provider = currentProvider();
   const mine =
     [...table.records.values()].filter((r) => r.ownerKey === ownerKey).length +

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument, TetherError } from '../errors.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { InputProbe, TerminalHandle } from '../subprocess/types.js';
+import { FIRST_PROMPT_WAIT_MS } from './terminal-record.js';
 import type { TerminalTable } from './terminal-table.js';
 import {
   TERMINAL_SIGNALS,
@@ -59,8 +60,9 @@ export async function sendToTerminal(
     `timeoutMs must be a positive finite number, got ${timeoutMs}`,
   );
   return table.withTurn(record, 'send', async () => {
+    const from = record.output.end; // the first prompt, if this waits for it, is output of this send
+    await record.shellReady(FIRST_PROMPT_WAIT_MS);
     const startedAt = performance.now();
-    const from = record.output.end;
     const pty = record.pty;
     const before = await proofBeforeInput(pty);
     await pty.write(input);

@@ -1,5 +1,6 @@
 import type { InspectionEvent } from 'xstate';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { EnvPolicy } from '../subprocess/env.js';
 import { createLocalProvider } from '../subprocess/local-provider.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
@@ -30,6 +31,11 @@ export interface TerminalServiceOptions {
   readonly retentionChars?: number;
   /** Open terminals per owner; default 8. One more fails with TERMINAL_LIMIT. */
   readonly maxPerOwner?: number;
+  /**
+   * The identity overlay of an owner's shells (S3: session and agent ids), applied last on the
+   * spawn env. The composition root supplies it; none by default.
+   */
+  readonly identityEnv?: (owner: AgentOwnerToken) => Readonly<Record<string, string>>;
   readonly inspect?: (event: InspectionEvent) => void;
 }
 
@@ -57,6 +63,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     retentionChars: options.retentionChars ?? 1_048_576,
     maxPerOwner: options.maxPerOwner ?? 8,
     inspect: options.inspect,
+    identityEnv: options.identityEnv ?? (() => ({})),
   });
   // The rc file exists from the first open until dispose.
   const rc = new ShellRcFile();

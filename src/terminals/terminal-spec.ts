@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { assertArgument } from '../errors.js';
 import type { TerminalSpawnSpec } from '../subprocess/types.js';
 import { SHELL_RC } from './shell-protocol.js';
@@ -46,6 +46,7 @@ export function openSpec(
   opts: TerminalOpenOptions,
   defaults: { readonly shell: string; readonly cwd: string; readonly cleanupGraceMs: number },
   rcFile: string,
+  identity: Readonly<Record<string, string>> = {},
 ): TerminalSpawnSpec {
   assertArgument(typeof opts === 'object' && opts !== null, 'open options must be an object');
   assertArgument(
@@ -53,7 +54,12 @@ export function openSpec(
     `hidden must be a boolean, got ${typeof opts.hidden}`,
   );
   const shell = opts.shell ?? defaults.shell;
-  const cwd = opts.cwd ?? defaults.cwd;
+  assertArgument(
+    opts.cwd === undefined || (typeof opts.cwd === 'string' && opts.cwd.length > 0),
+    'cwd must be a non-empty path',
+  );
+  // A relative cwd is relative to the runtime's cwd, never to this process's.
+  const cwd = opts.cwd === undefined ? defaults.cwd : resolve(defaults.cwd, opts.cwd);
   const cols = opts.cols ?? 120;
   const rows = opts.rows ?? 40;
   assertArgument(typeof shell === 'string' && shell.length > 0, 'shell must be a non-empty path');
@@ -67,6 +73,6 @@ export function openSpec(
   );
   const isBash = /(^|\/)bash$/.test(shell);
   const argv: [string, ...string[]] = isBash ? [shell, '--noprofile', '--rcfile', rcFile, '-i'] : [shell];
-  const env = { TERM: 'xterm-256color', PAGER: 'cat', GIT_PAGER: 'cat', ...opts.env };
+  const env = { TERM: 'xterm-256color', PAGER: 'cat', GIT_PAGER: 'cat', ...opts.env, ...identity };
   return { argv, cwd, env, cols, rows, cleanupGraceMs: defaults.cleanupGraceMs };
 }

@@ -18,6 +18,8 @@ export interface TerminalTableConfig {
   readonly retentionChars: number;
   readonly maxPerOwner: number;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
+  /** The identity overlay of an owner's shells (S3: session and agent ids), applied last. */
+  readonly identityEnv: (owner: AgentOwnerToken) => Readonly<Record<string, string>>;
 }
 
 /**
