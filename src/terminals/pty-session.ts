@@ -1,3 +1,4 @@
+import type { TreeBoundary } from '../containment/containment-types.js';
 import { TetherError } from '../errors.js';
 import { isSameLiveProcess } from '../subprocess/identity.js';
 import { killProcessTree } from '../subprocess/tree-kill.js';
@@ -31,6 +32,8 @@ export interface HostedPtySessionInit {
   readonly treeId: string;
   readonly ttyPath: string;
   readonly cleanupGraceMs: number;
+  /** The tree's boundary (K1): its kill replaces the marker sweep. */
+  readonly boundary?: TreeBoundary | undefined;
 }
 
 /**
@@ -46,6 +49,7 @@ export class HostedPtySession implements PtySession {
   lastOutputAt = performance.now();
   readonly #host: PtySessionHost;
   readonly #graceMs: number;
+  readonly #boundary: TreeBoundary | undefined;
   readonly #listeners = new Set<(text: string) => void>();
   readonly #parked: string[] = [];
   readonly #writes = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
@@ -63,6 +67,7 @@ export class HostedPtySession implements PtySession {
     this.treeId = init.treeId;
     this.ttyPath = init.ttyPath;
     this.#graceMs = init.cleanupGraceMs;
+    this.#boundary = init.boundary;
     this.#host = host;
     this.exited = new Promise((resolve) => {
       this.#resolveExited = resolve;
@@ -164,6 +169,7 @@ export class HostedPtySession implements PtySession {
   }
 
   #killTree(graceMs: number): Promise<TreeKillVerdict> {
+    if (this.#boundary !== undefined) return this.#boundary.kill(this.identity, { graceMs });
     return killProcessTree({ root: this.identity, treeId: this.treeId }, { graceMs });
   }
 
