@@ -54,9 +54,9 @@ export function createCgroupContainment(opts: CgroupContainmentOptions): Contain
       `the cgroup ${dir} has no cgroup.kill (Linux 5.14 or later is needed); use containment: 'marker'`,
     );
   }
-  let bashEnv = installBashEntry(opts.stateDir);
+  const bashEnv = installBashEntry(opts.stateDir);
   // One stat per spawn: a startup file someone deleted is written again, never skipped.
-  const entryFile = () => (existsSync(bashEnv) ? bashEnv : (bashEnv = installBashEntry(opts.stateDir)));
+  const entryFile = () => (existsSync(bashEnv) ? bashEnv : installBashEntry(opts.stateDir));
   const open = new Map<string, CgroupTree>();
   let next = 0;
   let disposing: Promise<void> | null = null;

@@ -99,7 +99,9 @@ async function reapRuntime(record: RuntimeRecord, opts: ReapOptions): Promise<Re
     try {
       spillFiles = readdirSync(record.spillDir).length;
     } catch {}
-    rmSync(record.spillDir, { recursive: true, force: true });
+    try {
+      rmSync(record.spillDir, { recursive: true, force: true });
+    } catch {} // best effort: a spill dir that is not ours to remove keeps its files
   }
   return {
     runtimeId: record.runtimeId,

@@ -53,7 +53,7 @@ export function createSpillRetention(opts: {
   const held: Held[] = []; // oldest first
   let bytes = 0;
   const remove = (spill: Held, why: SpillRemoval) => {
-    rmSync(spill.path, { force: true });
+    removeQuietly(spill.path);
     spill.removed = why;
     bytes -= spill.bytes;
   };
@@ -82,7 +82,14 @@ export function createSpillRetention(opts: {
     },
     removeAll() {
       for (const spill of held.splice(0)) remove(spill, 'disposed');
-      rmSync(opts.dir, { recursive: true, force: true });
+      removeQuietly(opts.dir);
     },
   };
+}
+
+// Removal is best effort: a spill dir made unwritable under us must not fail a dispose.
+function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { recursive: true, force: true });
+  } catch {}
 }
