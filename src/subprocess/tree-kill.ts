@@ -174,8 +174,15 @@ export async function killProcessTree(target: TreeTarget, opts: TreeKillOptions)
         if (sent.processes.size === 0 || emptyScans >= 2) {
           // Never signalled (it may be anyone's); reported, so the tree is never called dead.
           const suspects = suspectsIn(snap, target);
-          if (suspects.length === 0) return { status: 'quiescent', proof: 'proc', killed: sent.processes.size };
-          return { status: 'escaped', proof: 'proc', killed: sent.processes.size, escaped: suspects, stuck: [] };
+          if (suspects.length === 0)
+            return { status: 'quiescent', proof: 'proc', killed: sent.processes.size };
+          return {
+            status: 'escaped',
+            proof: 'proc',
+            killed: sent.processes.size,
+            escaped: suspects,
+            stuck: [],
+          };
         }
         await sleep(pollMs, undefined, { signal: ac.signal });
       } else {
