@@ -1,6 +1,9 @@
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { probeCgroup } from '../../src/containment/cgroup-fs.js';
 import { createRuntime } from '../../src/index.js';
@@ -111,5 +114,45 @@ describe.each(modes)('crash recovery (%s)', (containment) => {
     cleanups.push(() => again.dispose());
     expect(again.recovered).toEqual([]);
     expect(alive([liveJob!])).toEqual([liveJob!.pid]);
+  });
+});
+
+describe('tether reap', () => {
+  it("K3: `tether reap` kills a dead runtime's trees, says so readably and exits 0; then there is nothing to reap", async () => {
+    const dir = scratch();
+    const stateDir = join(dir, 'state');
+    const pidsFile = join(dir, 'pids');
+    const dying = await startCrashChild({
+      stateDir,
+      spillDir: join(dir, 'spill'),
+      containment: modes[0],
+      jobs: [{ command: MARKER_ESCAPEES, env: { P: pidsFile } }],
+    });
+    cleanups.push(() => dying.exited);
+    const pids = await pidsIn(pidsFile, 5);
+    dying.process.kill('SIGKILL');
+    await dying.exited;
+    const cli = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
+    const run = (...args: string[]) =>
+      promisify(execFile)(process.execPath, [
+        cli,
+        'reap',
+        '--state-dir',
+        stateDir,
+        '--grace',
+        '300',
+        ...args,
+      ]);
+    const first = await run();
+    expect(first.stdout).toMatch(
+      new RegExp(
+        `^tether reap: 1 dead runtime in ${stateDir}\\n  runtime \\S+ \\(pid ${dying.report.pid}, ${modes[0]}\\): \\d+ processes killed, 1 spill file removed.*; verified dead \\(proof (cgroup|proc)\\)\\n$`,
+      ),
+    );
+    expect(alive(pids)).toEqual([]);
+    const second = await run('--json');
+    expect(JSON.parse(second.stdout)).toEqual({ stateDir, reaped: [] });
+    const usage = await run('--bogus').catch((e: { code: number; stderr: string }) => e);
+    expect(usage).toMatchObject({ code: 2 });
   });
 });
