@@ -18,6 +18,8 @@ export type {
   TurnReason,
   WakePolicy,
 } from './agents/agent-types.js';
+export type { ContainmentMode } from './containment/containment-types.js';
+export type { RecoveredRuntime } from './containment/reaper.js';
 export { TetherError, type TetherErrorCode } from './errors.js';
 export type {
   JobExit,
