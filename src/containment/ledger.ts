@@ -5,6 +5,7 @@ import {
   openSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   renameSync,
   rmSync,
   writeSync,
@@ -29,6 +30,13 @@ export interface RuntimeRecord {
   /** The runtime's process: pid + start time (field 22 of /proc/<pid>/stat) name it for life. */
   readonly pid: number;
   readonly startTime: number | null;
+  /**
+   * The pid namespace the pid is valid in (`/proc/self/ns/pid`) and the boot it was started in
+   * (`/proc/sys/kernel/random/boot_id`): a reaper elsewhere cannot judge the pid and leaves the
+   * record alone; a record of an earlier boot is dead for sure.
+   */
+  readonly pidNamespace: string | null;
+  readonly bootId: string | null;
   readonly containment: ContainmentMode;
   /** The runtime's cgroup directory (cgroup mode). */
   readonly cgroup: string | null;
@@ -37,6 +45,26 @@ export interface RuntimeRecord {
   /** The runtime's own spill directory (removed with it), or `null` when it never spills. */
   readonly spillDir: string | null;
   readonly startedAt: number;
+}
+
+/**
+ * Where a pid of this process is meaningful: its pid namespace and boot.
+ *
+ * @example
+ * ```ts
+ * const { pidNamespace, bootId } = processScope(); // 'pid:[4026531836]', '3f0c…'
+ * ```
+ */
+export function processScope(): { readonly pidNamespace: string | null; readonly bootId: string | null } {
+  let pidNamespace: string | null = null;
+  let bootId: string | null = null;
+  try {
+    pidNamespace = readlinkSync('/proc/self/ns/pid');
+  } catch {}
+  try {
+    bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {}
+  return { pidNamespace, bootId };
 }
 
 /** A record found in the state directory, and the file that holds it. */

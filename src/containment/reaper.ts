@@ -10,6 +10,7 @@ import {
   claimRecord,
   type LedgerEntry,
   listRuntimeRecords,
+  processScope,
   type RuntimeRecord,
   removeRuntimeRecord,
 } from './ledger.js';
@@ -55,9 +56,10 @@ export interface ReapOptions {
  */
 export async function reapDeadRuntimes(stateDir: string, opts: ReapOptions): Promise<RecoveredRuntime[]> {
   const self = readIdentity(process.pid) ?? { pid: process.pid, startTime: null };
+  const scope = processScope();
   const reaped: RecoveredRuntime[] = [];
   for (const entry of listRuntimeRecords(stateDir)) {
-    if (!isOrphaned(entry, self)) continue;
+    if (!isOrphaned(entry, self, scope)) continue;
     const claim = claimRecord(entry.file, self);
     if (claim === null) continue; // another reaper was first
     if (entry.record === null) {
@@ -70,9 +72,17 @@ export async function reapDeadRuntimes(stateDir: string, opts: ReapOptions): Pro
   return reaped;
 }
 
-// Dead owner, and either unclaimed or claimed by a reaper that died too.
-function isOrphaned(entry: LedgerEntry, self: ProcessIdentity): boolean {
+// Dead owner, and either unclaimed or claimed by a reaper that died too. A pid is judged only
+// in the pid namespace it was recorded in (another namespace's pid 12 is not ours); a record
+// of an earlier boot is dead whatever its pid says.
+function isOrphaned(
+  entry: LedgerEntry,
+  self: ProcessIdentity,
+  scope: ReturnType<typeof processScope>,
+): boolean {
   const { record, claimedBy } = entry;
+  if (record?.bootId && scope.bootId && record.bootId !== scope.bootId) return true;
+  if (record !== null && record.pidNamespace !== scope.pidNamespace) return false;
   if (claimedBy !== null) {
     if (claimedBy.pid === self.pid && claimedBy.startTime === self.startTime) return false;
     if (isSameLiveProcess(claimedBy)) return false;

@@ -4,7 +4,7 @@ import { readIdentity } from '../subprocess/identity.js';
 import { processTreePrefix } from '../subprocess/marker.js';
 import { type ContainmentRequest, createContainment } from './containment.js';
 import type { Containment } from './containment-types.js';
-import { removeRuntimeRecord, writeRuntimeRecord } from './ledger.js';
+import { processScope, removeRuntimeRecord, writeRuntimeRecord } from './ledger.js';
 import { type RecoveredRuntime, reapDeadRuntimes } from './reaper.js';
 
 /** Everything a runtime's containment consists of, made in `createRuntime` (K1, K3). */
@@ -70,6 +70,7 @@ export async function openRuntimeBoundary(opts: RuntimeBoundaryOptions): Promise
       runtimeId,
       pid: process.pid,
       startTime: self?.startTime ?? null,
+      ...processScope(),
       containment: containment.mode,
       cgroup: containment.cgroup,
       markerPrefix: processTreePrefix(),
