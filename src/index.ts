@@ -1,6 +1,7 @@
 export { createAgentService } from './agents/agent-service.js';
 export type {
   Agent,
+  AgentDisposal,
   AgentErrorReporter,
   AgentErrorStage,
   AgentOptions,
@@ -18,8 +19,6 @@ export type {
   TurnReason,
   WakePolicy,
 } from './agents/agent-types.js';
-export type { ContainmentMode } from './containment/containment-types.js';
-export type { RecoveredRuntime } from './containment/reaper.js';
 export { TetherError, type TetherErrorCode } from './errors.js';
 export type {
   JobExit,
@@ -46,6 +45,8 @@ export {
 } from './runtime.js';
 export type { RuntimeOptions } from './runtime-options.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
+export type { ContainmentMode } from './subprocess/containment/containment-types.js';
+export type { RecoveredRuntime } from './subprocess/containment/reaper.js';
 export type { EnvPolicy } from './subprocess/env.js';
 export {
   createLocalProvider,
@@ -53,6 +54,8 @@ export {
   type LocalProviderOptions,
 } from './subprocess/local-provider.js';
 export type {
+  InputProbe,
+  InputWaitProof,
   ProcessIdentity,
   StdioDisposition,
   SubprocessExit,

@@ -1,8 +1,8 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
-import { defaultStateDir } from './containment/runtime-boundary.js';
 import { assertArgument } from './errors.js';
+import { defaultStateDir } from './subprocess/containment/runtime-boundary.js';
 import type { EnvPolicy } from './subprocess/env.js';
 import type { SubprocessProvider } from './subprocess/types.js';
 import type { ToolRegistryOptions } from './tools/tool-types.js';

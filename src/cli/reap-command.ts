@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { type RecoveredRuntime, reapDeadRuntimes } from '../containment/reaper.js';
-import { defaultStateDir } from '../containment/runtime-boundary.js';
+import { type RecoveredRuntime, reapDeadRuntimes } from '../subprocess/containment/reaper.js';
+import { defaultStateDir } from '../subprocess/containment/runtime-boundary.js';
 import { REAP_USAGE, UsageError } from './usage.js';
 
 /**

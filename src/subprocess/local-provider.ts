@@ -1,18 +1,20 @@
 import { type ChildProcess, spawn as spawnChild } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { findExecutable } from '../../workers/pty-path.js';
-import type { Containment, TreeBoundary } from '../containment/containment-types.js';
-import { createMarkerContainment } from '../containment/marker-containment.js';
 import { TetherError } from '../errors.js';
-import { createPtyHost, type PtyHost } from '../terminals/pty-host.js';
+import type { Containment, TreeBoundary } from './containment/containment-types.js';
+import { createMarkerContainment } from './containment/marker-containment.js';
 import { type EnvPolicy, sanitizeEnv } from './env.js';
 import { readIdentity } from './identity.js';
+import { createPtyHost, type PtyHost } from './pty/pty-host.js';
 import type {
   ProcessIdentity,
   SubprocessExit,
   SubprocessHandle,
   SubprocessProvider,
   SubprocessSpawnSpec,
+  TerminalHandle,
+  TerminalSpawnSpec,
   TreeKillVerdict,
 } from './types.js';
 
@@ -63,14 +65,7 @@ export function createLocalProvider(options: LocalProviderOptions = {}): LocalPr
     name: 'local',
     containment: containment.mode,
     spawn: (spec) => spawnLocal(spec, options, containment),
-    async spawnTerminal(spec) {
-      if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
-      assertDirectory(spec.cwd);
-      const { argv, cwd, cols, rows, cleanupGraceMs } = spec;
-      const env = sanitizeEnv(process.env, options.env, spec.env);
-      const boundary = containment.openTree(argv, env, { pty: true });
-      return host.open({ argv, cwd, cols, rows, cleanupGraceMs, env, boundary });
-    },
+    spawnTerminal: (spec) => spawnLocalTerminal(spec, host, options, containment),
     get workers() {
       return host.alive ? 1 : 0;
     },
@@ -80,6 +75,7 @@ export function createLocalProvider(options: LocalProviderOptions = {}): LocalPr
   };
 }
 
+// The one place a local process tree starts (S1, S4): where containment hooks in before exec.
 async function spawnLocal(
   spec: SubprocessSpawnSpec,
   options: LocalProviderOptions,
@@ -113,6 +109,21 @@ function assertExecutable(program: string, cwd: string, path: string | undefined
       `'${program}' was not found (looked up in PATH from cwd '${cwd}'); pass an installed executable`,
     );
   }
+}
+
+// The one place a local terminal starts: its PTY is forked by the host worker (S1, S3).
+async function spawnLocalTerminal(
+  spec: TerminalSpawnSpec,
+  host: PtyHost,
+  options: LocalProviderOptions,
+  containment: Containment,
+): Promise<TerminalHandle> {
+  if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
+  assertDirectory(spec.cwd);
+  const { argv, cwd, cols, rows, cleanupGraceMs } = spec;
+  const env = sanitizeEnv(process.env, options.env, spec.env);
+  const boundary = containment.openTree(argv, env, { pty: true });
+  return host.open({ argv, cwd, cols, rows, cleanupGraceMs, env, boundary });
 }
 
 /**

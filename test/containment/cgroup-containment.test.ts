@@ -2,10 +2,10 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { probeCgroup } from '../../src/containment/cgroup-fs.js';
-import { createContainment } from '../../src/containment/containment.js';
-import type { Containment } from '../../src/containment/containment-types.js';
 import { createRuntime, type SubprocessHandle } from '../../src/index.js';
+import { probeCgroup } from '../../src/subprocess/containment/cgroup-fs.js';
+import { createContainment } from '../../src/subprocess/containment/containment.js';
+import type { Containment } from '../../src/subprocess/containment/containment-types.js';
 import { createLocalProvider } from '../../src/subprocess/local-provider.js';
 import { alive, ESCAPEES, type Escapees, escapeeIdentities, pidFile } from './escapees.js';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
  * The test run's own leak oracle (issue 11): this test process moves itself into a cgroup v2
  * of its own, so every process it starts — through the runtime or not, with or without the env
  * marker, setsid or not — is in that cgroup or below until it dies. Deliberately written apart
- * from `src/containment/` (its own parsing, no shared code), so that it does not share the
+ * from `src/subprocess/containment/` (its own parsing, no shared code), so that it does not share the
  * implementation's blind spots. `null` where there is no writable cgroup v2 (not root).
  */
 export interface LeakCgroup {

@@ -1,4 +1,4 @@
-import type { ProcessIdentity, TreeKillVerdict } from '../subprocess/types.js';
+import type { ProcessIdentity, TreeKillVerdict } from '../types.js';
 
 /** Which boundary holds the runtime's process trees (K1). */
 export type ContainmentMode = 'cgroup' | 'marker';

@@ -1,8 +1,8 @@
 import { readdirSync, rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isSameLiveProcess, readIdentity, signalIdentity } from '../subprocess/identity.js';
-import { listTaggedProcesses, readProcStat } from '../subprocess/proc.js';
-import type { ProcessIdentity } from '../subprocess/types.js';
+import { isSameLiveProcess, readIdentity, signalIdentity } from '../identity.js';
+import { listTaggedProcesses, readProcStat } from '../proc.js';
+import type { ProcessIdentity } from '../types.js';
 import { cgroupPids, isPopulated, killCgroup, removeCgroup } from './cgroup-fs.js';
 import { waitUnpopulated } from './cgroup-watch.js';
 import type { ContainmentMode } from './containment-types.js';

@@ -1,6 +1,6 @@
-import { isSameLiveProcess, signalIdentity } from '../subprocess/identity.js';
-import { readProcStat } from '../subprocess/proc.js';
-import type { ProcessIdentity, TreeKillVerdict } from '../subprocess/types.js';
+import { isSameLiveProcess, signalIdentity } from '../identity.js';
+import { readProcStat } from '../proc.js';
+import type { ProcessIdentity, TreeKillVerdict } from '../types.js';
 import { cgroupOf, cgroupPids, isPopulated, killCgroup, removeCgroup } from './cgroup-fs.js';
 import { waitUnpopulated } from './cgroup-watch.js';
 import type { BoundaryKillOptions } from './containment-types.js';

@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readIdentity } from '../subprocess/identity.js';
-import { processTreePrefix } from '../subprocess/marker.js';
+import { readIdentity } from '../identity.js';
+import { processTreePrefix } from '../marker.js';
 import { type ContainmentRequest, createContainment } from './containment.js';
 import type { Containment } from './containment-types.js';
 import { processScope, removeRuntimeRecord, writeRuntimeRecord } from './ledger.js';

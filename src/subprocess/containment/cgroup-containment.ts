@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { TetherError } from '../errors.js';
-import { newTreeId, TREE_MARKER_ENV } from '../subprocess/marker.js';
-import { markPids } from '../subprocess/pid-mark.js';
-import { killProcessTree } from '../subprocess/tree-kill.js';
-import type { TreeKillVerdict } from '../subprocess/types.js';
+import { TetherError } from '../../errors.js';
+import { newTreeId, TREE_MARKER_ENV } from '../marker.js';
+import { markPids } from '../pid-mark.js';
+import { killProcessTree } from '../tree-kill.js';
+import type { TreeKillVerdict } from '../types.js';
 import { CGROUP_PROCS_ENV, entersThroughBashEnv, installBashEntry, SH_ENTRY_SCRIPT } from './cgroup-entry.js';
 import { cgroupPids, killCgroup, removeCgroup, subgroups } from './cgroup-fs.js';
 import { type CgroupTree, killCgroupTree } from './cgroup-tree-kill.js';

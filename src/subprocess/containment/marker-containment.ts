@@ -1,8 +1,8 @@
-import { TetherError } from '../errors.js';
-import { newTreeId, TREE_MARKER_ENV } from '../subprocess/marker.js';
-import { markPids } from '../subprocess/pid-mark.js';
-import { killProcessTree } from '../subprocess/tree-kill.js';
-import type { TreeKillVerdict } from '../subprocess/types.js';
+import { TetherError } from '../../errors.js';
+import { newTreeId, TREE_MARKER_ENV } from '../marker.js';
+import { markPids } from '../pid-mark.js';
+import { killProcessTree } from '../tree-kill.js';
+import type { TreeKillVerdict } from '../types.js';
 import type { Containment } from './containment-types.js';
 
 /**

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { TetherError } from '../errors.js';
+import { TetherError } from '../../errors.js';
 import { createCgroupContainment } from './cgroup-containment.js';
 import { probeCgroup } from './cgroup-fs.js';
 import type { Containment } from './containment-types.js';
