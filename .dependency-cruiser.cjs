@@ -30,7 +30,10 @@ module.exports = {
         'src/subprocess (the provider seam, S2) depends on nothing above it: only itself, src/errors.ts and the worker-thread helpers (src/worker-url.ts, src/worker-exec-argv.ts).',
       severity: 'error',
       from: { path: '^src/subprocess/' },
-      to: { path: '^src/', pathNot: '^src/(subprocess/|errors[.]ts$|worker-url[.]ts$|worker-exec-argv[.]ts$)' },
+      to: {
+        path: '^src/',
+        pathNot: '^src/(subprocess/|errors[.]ts$|worker-url[.]ts$|worker-exec-argv[.]ts$)',
+      },
     },
     {
       name: 'services-import-no-tools-agents-or-root',

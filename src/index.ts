@@ -45,6 +45,8 @@ export {
 } from './runtime.js';
 export type { RuntimeOptions } from './runtime-options.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
+export type { ContainmentMode } from './subprocess/containment/containment-types.js';
+export type { RecoveredRuntime } from './subprocess/containment/reaper.js';
 export { type EnvPolicy, type IdentitySnapshot, identityEnv } from './subprocess/env.js';
 export {
   createLocalProvider,

@@ -4,11 +4,15 @@ import { assertArgument, TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
 import type { JobService, JobServiceStats } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
+import { createSpillRetention } from './output/spill-retention.js';
 import { identifiedJobSpec, ownerEnv, withIdentity } from './owner-env.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
 import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellService } from './shell/shell-types.js';
+import type { ContainmentMode } from './subprocess/containment/containment-types.js';
+import type { RecoveredRuntime } from './subprocess/containment/reaper.js';
+import { openRuntimeBoundary } from './subprocess/containment/runtime-boundary.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
 import { treeIdPrefix } from './subprocess/marker.js';
 import { hasProcfs, listTaggedProcesses } from './subprocess/proc.js';
@@ -46,6 +50,13 @@ export interface ReloadOptions {
  * `null` where there is none), so it covers every runtime of the process.
  */
 export interface RuntimeStats {
+  /**
+   * K1: the boundary new trees start in — `cgroup` or `marker` for the runtime's local provider,
+   * `provider` for a provider it was handed (that provider contains its own trees).
+   */
+  readonly containment: ContainmentMode | 'provider';
+  /** K4: spill files the runtime holds (removed on dispose), and their bytes. */
+  readonly spills: { readonly files: number; readonly bytes: number };
   readonly processes: number | null;
   /** Worker threads: the spill pool's and the providers' (the PTY worker). */
   readonly workers: number;
@@ -86,6 +97,11 @@ export interface Runtime {
   reload(options?: ReloadOptions): Promise<void>;
   /** D3: what is live now; every count is zero once `dispose()` resolved. */
   stats(): RuntimeStats;
+  /**
+   * K3: what this runtime reaped when it started — the trees, cgroups and spills of runtimes
+   * that died (SIGKILL, OOM) without `dispose` and had the same `stateDir`.
+   */
+  readonly recovered: readonly RecoveredRuntime[];
   /** D2: ends every process, timer and worker the runtime started. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -106,7 +122,19 @@ export interface Runtime {
  */
 export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> {
   const opts = resolveOptions(options);
-  const spillPool = opts.spillDir === false ? null : createSpillPool({ dir: opts.spillDir });
+  // K3 then K1: reap dead runtimes, open this one's boundary, record it before any spawn.
+  const boundary = await openRuntimeBoundary({
+    containment: opts.containment,
+    stateDir: opts.stateDir,
+    spillRoot: opts.spillDir,
+    graceMs: opts.cleanupGraceMs,
+  });
+  const spillRoot = opts.spillDir;
+  const spillPool = boundary.spillDir === null ? null : createSpillPool({ dir: boundary.spillDir });
+  const spills =
+    boundary.spillDir === null || spillRoot === false
+      ? null
+      : createSpillRetention({ dir: boundary.spillDir, root: spillRoot, budgetBytes: opts.spillBudgetBytes });
   const owners = createOwnerRegistry();
   const envOf = ownerEnv(owners, opts.env.identityPrefix);
   const jobs = createJobService({
@@ -117,7 +145,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   // The runtime owns every provider it was handed or made (S2, S5): dispose releases each.
-  let current: SubprocessProvider = opts.provider ?? createLocalProvider({ env: opts.env });
+  let current: SubprocessProvider =
+    opts.provider ?? createLocalProvider({ env: opts.env, containment: boundary.containment });
   const providers = new Set([current]);
   const terminals = createTerminalService({
     owners,
@@ -173,6 +202,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     },
     lifetime: lifetime.signal,
     spillPool,
+    spills,
     defaults: {
       shell: opts.shell,
       cwd: opts.cwd,
@@ -219,10 +249,14 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     tools,
     owners: { host: () => reclaimedOnRetire(owners.host()) },
     agents: { create: (o) => agents.create(o), stats: () => agents.stats() },
+    recovered: boundary.recovered,
     stats() {
       const [j, t, a] = [jobs.stats(), terminals.stats(), agents.stats()];
       const providerWorkers = [...providers].reduce((n, p) => n + (p.workers ?? 0), 0);
+      const mode = (current as { containment?: unknown }).containment;
       return {
+        containment: mode === 'cgroup' || mode === 'marker' ? mode : 'provider',
+        spills: { files: spills?.files ?? 0, bytes: spills?.bytes ?? 0 },
         processes: hasProcfs() ? listTaggedProcesses(treeIdPrefix()).length : null,
         workers: (spillPool?.threads ?? 0) + providerWorkers,
         timers: j.timers + a.timers,
@@ -277,6 +311,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
           }
         }
         await spillPool?.destroy();
+        spills?.removeAll(); // K4: unless kept, a spill does not outlive its runtime
+        await boundary.close(); // the runtime's cgroup and ledger record go last
       })();
       return disposing;
     },

@@ -72,10 +72,10 @@ function open(req: PtyOpenRequest): void {
     return;
   }
   // forkpty's child reports a failed exec only as output and exit 1: check first.
-  if (findExecutable(req.file, req.cwd, req.env) === null) {
+  if (findExecutable(req.program ?? req.file, req.cwd, req.env) === null) {
     fail(
       'SPAWN_FAILED',
-      `'${req.file}' was not found or is not executable (PATH of the env, cwd '${req.cwd}')`,
+      `'${req.program ?? req.file}' was not found or is not executable (PATH of the env, cwd '${req.cwd}')`,
     );
     return;
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { demoCommand } from './demo-command.js';
 import { mcpCommand } from './mcp-command.js';
+import { reapCommand } from './reap-command.js';
 import { runCommand } from './run-command.js';
 import { USAGE, UsageError } from './usage.js';
 
@@ -14,6 +15,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return runCommand(rest);
     case 'mcp':
       return mcpCommand(rest);
+    case 'reap':
+      return reapCommand(rest);
     case undefined:
     case '-h':
     case '--help':

@@ -25,6 +25,7 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     const result = await rt.shell.run({
       command: positionals.join(' '),
       signal: cancel.signal,
+      keepSpill: true, // K4: the printed path must outlive this runtime
       ...(timeoutMs !== undefined ? { timeoutMs } : {}),
       ...(values.cwd !== undefined ? { cwd: values.cwd } : {}),
       ...(values.shell !== undefined ? { shell: values.shell } : {}),

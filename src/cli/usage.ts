@@ -9,6 +9,7 @@ Usage:
   tether demo [--inspect <file>]         watch two agents use jobs, a terminal and wake-ups
   tether run [options] -- <command...>   run one shell command through the runtime
   tether mcp [options]                   serve the tools to an MCP client over stdio
+  tether reap [options]                  kill what crashed runtimes left (trees, cgroups, spills)
   tether --help                          this text
 
 Run 'tether <command> --help' for a command's options.
@@ -43,4 +44,21 @@ Options:
   -h, --help        this text
 
 Exit status: 0 when the teardown was verified quiescent, 1 otherwise.
+`;
+
+export const REAP_USAGE = `Usage: tether reap [options]
+
+Finds the runtimes recorded in the state directory whose process is dead (killed, crashed,
+OOM-killed without dispose) and kills everything they left to verified quiescence: their
+process trees (their cgroups, or every process carrying their marker), their spill files and
+cgroups. A runtime whose process still lives is never touched.
+
+Options:
+  --state-dir <dir>  the runtimes' state directory (default: <tmpdir>/tether-state-<uid>)
+  --grace <ms>       between SIGTERM and SIGKILL (default: 2000)
+  --json             print what was reaped as JSON
+  -h, --help         this text
+
+Exit status: 0 when everything was verified dead (or nothing was left); 1 when a process could
+not be killed; 2 on a usage error.
 `;

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument } from '../errors.js';
 import { OutputCapture } from '../output/output-capture.js';
 import type { SpillPool } from '../output/spill.js';
+import type { SpillRef, SpillRetention } from '../output/spill-retention.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
 import type { ShellRequest, ShellResult } from './shell-types.js';
 
@@ -20,6 +21,8 @@ export interface ShellDefaults {
 export interface ShellDeps {
   readonly provider: SubprocessProvider;
   readonly spillPool: SpillPool | null;
+  /** Who keeps published spills (K4); without it a spill file is the caller's. */
+  readonly spills?: SpillRetention | null;
   readonly defaults: ShellDefaults;
   /** Aborted when the runtime is disposed: every running command is cancelled (D2). */
   readonly lifetime: AbortSignal;
@@ -95,7 +98,9 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
     cleanupGraceMs: defaults.cleanupGraceMs,
     env: { ...NON_INTERACTIVE_ENV, ...req.env },
   });
-  const capture = new OutputCapture(defaults.outputCapChars, deps.spillPool);
+  const { spills } = deps;
+  const adopt = spills ? (path: string) => spills.adopt(path, { keep: req.keepSpill === true }) : undefined;
+  const capture = new OutputCapture(defaults.outputCapChars, deps.spillPool, adopt);
   capture.attach(child.stdout);
   capture.attach(child.stderr);
 
@@ -126,17 +131,20 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
     // The shell is gone; whatever it left behind is an orphan of a one-shot command.
     const verdict = await child.kill();
     if (drainTimedOut && !(await closedWithin(capture.closed, defaults.drainMs))) capture.detach();
-    const captured = await capture.finish();
-    return {
-      exitCode: exit.exitCode,
-      signal: exit.signal,
-      timedOut,
-      cancelled,
-      ...captured,
-      drainTimedOut,
-      ...(verdict.status === 'escaped' ? { escaped: [...verdict.escaped, ...verdict.stuck] } : {}),
-      durationMs: performance.now() - started,
-    };
+    const { spill, ...captured } = await capture.finish();
+    return withLiveSpill(
+      {
+        exitCode: exit.exitCode,
+        signal: exit.signal,
+        timedOut,
+        cancelled,
+        ...captured,
+        drainTimedOut,
+        ...(verdict.status === 'escaped' ? { escaped: [...verdict.escaped, ...verdict.stuck] } : {}),
+        durationMs: performance.now() - started,
+      },
+      spill,
+    );
   } finally {
     stop.abort(SETTLED);
     req.signal?.removeEventListener('abort', onAbort);
@@ -165,6 +173,15 @@ export async function closedWithin(closed: Promise<unknown>, ms: number): Promis
   } finally {
     clearTimeout(timer);
   }
+}
+
+// K4: a result reads its spill's state live, so it never points at a file that was removed.
+function withLiveSpill(result: ShellResult, spill: SpillRef | undefined): ShellResult {
+  if (spill === undefined) return result;
+  return Object.defineProperties(result, {
+    spillPath: { get: () => (spill.removed === null ? spill.path : undefined), enumerable: true },
+    spillRemoved: { get: () => spill.removed ?? undefined, enumerable: true },
+  });
 }
 
 function cancelledBeforeStart(started: number): ShellResult {

@@ -17,6 +17,12 @@ export interface ShellRequest {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** The shell that interprets `command` with `-c`; default `/bin/bash`. */
   readonly shell?: string;
+  /**
+   * K4: keep the spill file (if the output is spilled) after the runtime is disposed. It is then
+   * written to the spill root, outside the runtime's own spill directory, and is yours to remove.
+   * Default: the runtime removes it on dispose, or earlier when `limits.spillBudgetBytes` needs room.
+   */
+  readonly keepSpill?: boolean;
 }
 
 /**
@@ -32,8 +38,13 @@ export interface ShellResult {
   readonly output: string;
   /** Some earlier output is not in `output` (see the marker and `spillPath`). */
   readonly truncated: boolean;
-  /** The complete raw output, published only when every byte was written and synced (C2). */
-  readonly spillPath?: string;
+  /**
+   * The complete raw output, published only when every byte was written and synced (C2).
+   * Read live: `undefined` again once the runtime removed the file (then `spillRemoved` says why).
+   */
+  readonly spillPath?: string | undefined;
+  /** K4: the spill was removed — `budget` (`limits.spillBudgetBytes`) or `disposed`. */
+  readonly spillRemoved?: 'budget' | 'disposed' | undefined;
   /** Why the output could not be spilled, when it could not. */
   readonly spillError?: string;
   /** The shell exited but a leftover process held stdout/stderr open past the drain deadline. */

@@ -56,8 +56,12 @@ export type TreeKillVerdict =
       readonly stuck: readonly number[];
     };
 
-/** `proc`: decided from /proc (Linux). `ps`: walked with ps; weaker (no start times, no env marker). */
-export type TreeProof = 'proc' | 'ps';
+/**
+ * `cgroup`: the kernel said the tree's cgroup is empty (K2; nothing can hide from it).
+ * `proc`: decided from /proc (Linux), by the env marker, group and session (S4).
+ * `ps`: walked with ps; weaker (no start times, no env marker).
+ */
+export type TreeProof = 'cgroup' | 'proc' | 'ps';
 
 export interface SubprocessExit {
   readonly exitCode: number | null;

@@ -1,12 +1,14 @@
 import { Worker } from 'node:worker_threads';
 import { TetherError } from '../../errors.js';
 import { workerExecArgv } from '../../worker-exec-argv.js';
+import type { TreeBoundary } from '../containment/containment-types.js';
 import { killProcessTree } from '../tree-kill.js';
 import type { PtyHostEvent, PtyHostRequest, PtyHostWorkerData, PtyOpenRequest } from './pty-protocol.js';
 import { HostedPtySession, type PtySession } from './pty-session.js';
 
 interface Opening {
   readonly treeId: string;
+  readonly boundary: TreeBoundary | undefined;
   readonly cleanupGraceMs: number;
   readonly settled: Promise<unknown>;
   resolve(session: PtySession): void;
@@ -70,7 +72,12 @@ export class PtyHostWorker {
   }
 
   /** Asks the worker to fork `request`; resolves with the session once it runs. */
-  open(request: PtyOpenRequest, treeId: string, cleanupGraceMs: number): Promise<PtySession> {
+  open(
+    request: PtyOpenRequest,
+    treeId: string,
+    cleanupGraceMs: number,
+    boundary?: TreeBoundary,
+  ): Promise<PtySession> {
     if (this.#state !== 'running') {
       return Promise.reject(new TetherError('TERMINAL_CLOSED', 'the PTY host is gone; open again'));
     }
@@ -84,7 +91,7 @@ export class PtyHostWorker {
       () => {},
       () => {},
     );
-    this.#opening.set(request.id, { treeId, cleanupGraceMs, settled, resolve, reject });
+    this.#opening.set(request.id, { treeId, boundary, cleanupGraceMs, settled, resolve, reject });
     this.#updateRef();
     this.#worker.postMessage(request);
     return promise;
@@ -159,9 +166,9 @@ export class PtyHostWorker {
   #opened(id: number, pid: number, startTime: number | null, ttyPath: string): void {
     const opening = this.#takeOpening(id);
     if (opening === undefined) return;
-    const { treeId, cleanupGraceMs } = opening;
+    const { treeId, cleanupGraceMs, boundary } = opening;
     const session = new HostedPtySession(
-      { id, identity: { pid, startTime }, treeId, ttyPath, cleanupGraceMs },
+      { id, identity: { pid, startTime }, treeId, ttyPath, cleanupGraceMs, boundary },
       {
         post: (request) => {
           if (this.#state === 'running' || this.#state === 'stopping') this.#worker.postMessage(request);
@@ -207,8 +214,11 @@ export class PtyHostWorker {
         );
     const sweeps = openings.map((o) => {
       o.reject(failure);
-      // It may have been forked already: only its env marker can find it (no pid matches -1).
-      return killProcessTree({ root: { pid: -1, startTime: -1 }, treeId: o.treeId }, { graceMs: 0 });
+      // It may have been forked already: only its boundary or marker can find it (no pid matches -1).
+      const nobody = { pid: -1, startTime: -1 };
+      return o.boundary !== undefined
+        ? o.boundary.kill(nobody, { graceMs: 0 })
+        : killProcessTree({ root: nobody, treeId: o.treeId }, { graceMs: 0 });
     });
     const kills = [...this.#sessions.values()].map((s) => s.hostCrashed());
     this.#crashHandled = Promise.all([...sweeps, ...kills]).then(() => {});

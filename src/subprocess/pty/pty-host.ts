@@ -1,5 +1,6 @@
 import { assertArgument, TetherError } from '../../errors.js';
 import { workerUrl } from '../../worker-url.js';
+import type { TreeBoundary } from '../containment/containment-types.js';
 import { newTreeId, TREE_MARKER_ENV } from '../marker.js';
 import { PtyHostWorker } from './pty-host-worker.js';
 import type { PtyHostWorkerData } from './pty-protocol.js';
@@ -23,6 +24,11 @@ export interface PtyOpenSpec {
   readonly rows: number;
   /** Between SIGTERM and SIGKILL when the session is killed. */
   readonly cleanupGraceMs: number;
+  /**
+   * The tree's boundary (K1), opened by the caller for this spec: the PTY runs its `argv` (an
+   * entry wrapper) with its `env`, and the session's kill is its kill. Default: the env marker.
+   */
+  readonly boundary?: TreeBoundary;
 }
 
 /** The PTY host: one worker thread owning every PTY (node-pty is not thread-safe), supervised. */
@@ -97,12 +103,13 @@ export function createPtyHost(options: PtyHostOptions = {}): PtyHost {
     async open(spec) {
       if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the PTY host was disposed; create a new one');
       assertOpenSpec(spec);
-      const treeId = newTreeId();
-      const env = Object.entries(spec.env)
+      const { boundary } = spec;
+      const treeId = boundary?.treeId ?? newTreeId();
+      const env = Object.entries(boundary?.env ?? spec.env)
         .filter(([name]) => name !== TREE_MARKER_ENV)
         .map(([name, value]) => `${name}=${value}`);
       env.push(`${TREE_MARKER_ENV}=${treeId}`);
-      const [file, ...args] = spec.argv;
+      const [file, ...args] = boundary?.argv ?? spec.argv;
       if (current === null || !current.running) {
         const generation = new PtyHostWorker(url, tuning, forget);
         generations.add(generation);
@@ -118,8 +125,12 @@ export function createPtyHost(options: PtyHostOptions = {}): PtyHost {
         env,
         cols: spec.cols,
         rows: spec.rows,
+        program: boundary?.program ?? null,
       } as const;
-      return current.open(request, treeId, spec.cleanupGraceMs);
+      return current.open(request, treeId, spec.cleanupGraceMs, boundary).catch((err: unknown) => {
+        boundary?.release();
+        throw err;
+      });
     },
     get alive() {
       return current?.running ?? false;

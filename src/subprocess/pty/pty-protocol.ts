@@ -18,6 +18,8 @@ export interface PtyOpenRequest {
   readonly env: readonly string[];
   readonly cols: number;
   readonly rows: number;
+  /** When `file` is an entry wrapper (K1): the program it execs, checked before the fork. */
+  readonly program: string | null;
 }
 
 /** Main thread → worker. */

@@ -1,4 +1,5 @@
 import { TetherError } from '../../errors.js';
+import type { TreeBoundary } from '../containment/containment-types.js';
 import { isSameLiveProcess } from '../identity.js';
 import { probeInputWait } from '../input-probe/input-wait.js';
 import { killProcessTree } from '../tree-kill.js';
@@ -34,6 +35,8 @@ export interface HostedPtySessionInit {
   readonly treeId: string;
   readonly ttyPath: string;
   readonly cleanupGraceMs: number;
+  /** The tree's boundary (K1): its kill replaces the marker sweep. */
+  readonly boundary?: TreeBoundary | undefined;
 }
 
 /**
@@ -49,6 +52,7 @@ export class HostedPtySession implements PtySession {
   lastOutputAt = performance.now();
   readonly #host: PtySessionHost;
   readonly #graceMs: number;
+  readonly #boundary: TreeBoundary | undefined;
   readonly #listeners = new Set<(text: string) => void>();
   readonly #parked: string[] = [];
   readonly #writes = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
@@ -66,6 +70,7 @@ export class HostedPtySession implements PtySession {
     this.treeId = init.treeId;
     this.ttyPath = init.ttyPath;
     this.#graceMs = init.cleanupGraceMs;
+    this.#boundary = init.boundary;
     this.#host = host;
     this.exited = new Promise((resolve) => {
       this.#resolveExited = resolve;
@@ -176,6 +181,7 @@ export class HostedPtySession implements PtySession {
   }
 
   #killTree(graceMs: number): Promise<TreeKillVerdict> {
+    if (this.#boundary !== undefined) return this.#boundary.kill(this.identity, { graceMs });
     return killProcessTree({ root: this.identity, treeId: this.treeId }, { graceMs });
   }
 
