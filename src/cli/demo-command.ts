@@ -1,11 +1,12 @@
 import { createWriteStream } from 'node:fs';
-import { parseArgs } from 'node:util';
 import type { InspectionEvent } from 'xstate';
 import type { Agent, Notice, Turn } from '../agents/agent-types.js';
 import type { JobInfo } from '../jobs/job-types.js';
 import { createRuntime, type Runtime } from '../runtime.js';
+import { parseCommandArgs } from './cli-args.js';
 import { Timeline } from './timeline.js';
-import { DEMO_USAGE, UsageError } from './usage.js';
+import { DEMO_USAGE } from './usage.js';
+import { versionLine } from './version.js';
 
 /**
  * `tether demo`: two agents with scripted drivers show every guarantee once — background
@@ -14,9 +15,14 @@ import { DEMO_USAGE, UsageError } from './usage.js';
  * verified quiescence.
  */
 export async function demoCommand(args: readonly string[]): Promise<number> {
-  const { values } = parseDemoArgs(args);
-  if (values.help) {
-    process.stdout.write(DEMO_USAGE);
+  const { values } = parseCommandArgs(
+    'demo',
+    args,
+    { inspect: { type: 'string', example: 'events.jsonl' } },
+    'none',
+  );
+  if (values.help || values.version) {
+    process.stdout.write(values.help ? DEMO_USAGE : versionLine());
     return 0;
   }
   const tl = new Timeline(process.stdout);
@@ -169,15 +175,4 @@ function inspectionLine(event: InspectionEvent): string {
 function actorName(ref: { readonly sessionId: string }): string {
   const systemId = (ref as { readonly systemId?: unknown }).systemId;
   return typeof systemId === 'string' ? systemId : ref.sessionId;
-}
-
-function parseDemoArgs(args: readonly string[]) {
-  try {
-    return parseArgs({
-      args: [...args],
-      options: { inspect: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-    });
-  } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
-  }
 }

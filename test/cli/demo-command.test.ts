@@ -47,6 +47,6 @@ describe('tether demo', () => {
     expect(help.stdout).toContain('Usage: tether demo');
     const bad = spawnSync(process.execPath, [cli, 'demo', '--nope'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toContain("Unknown option '--nope'");
+    expect(bad.stderr).toBe("tether demo: unknown option '--nope'\nRun 'tether demo --help' for usage.\n");
   });
 });
