@@ -19,6 +19,18 @@ export interface LiveTether {
   printed(text: string): Promise<boolean>;
 }
 
+const running = new Set<LiveTether>();
+
+/**
+ * Ends every `tether` a failed test left running, with SIGTERM (so it kills its own tree
+ * first), and waits for each. Use in `afterEach`.
+ */
+export async function endLeftovers(): Promise<void> {
+  const left = [...running];
+  for (const live of left) live.child.kill('SIGTERM');
+  await Promise.all(left.map((live) => live.exited));
+}
+
 /** Starts `tether ...args` with stdin closed and stdout/stderr as pipes (unless `stdio` says otherwise). */
 export function startTether(
   args: readonly string[],
@@ -42,6 +54,7 @@ export function startTether(
   const exited = new Promise<number | null>((resolve) => {
     child.once('close', (code) => {
       ended = true;
+      running.delete(live);
       wake();
       resolve(code);
     });
@@ -56,5 +69,7 @@ export function startTether(
       waiters.add(check);
       check();
     });
-  return { child, stdout: () => out, stderr: () => err, exited, printed };
+  const live: LiveTether = { child, stdout: () => out, stderr: () => err, exited, printed };
+  running.add(live);
+  return live;
 }

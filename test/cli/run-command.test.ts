@@ -1,13 +1,14 @@
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses, readProcStat } from '../../src/subprocess/proc.js';
-import { startTether, tether } from './cli-helpers.js';
+import { endLeftovers, startTether, tether } from './cli-helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tether-run-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(endLeftovers);
 
 // The shell prints a background child's pid and its own, then waits on a second child.
 const TREE = 'sleep 100 & echo "bg=$!"; echo "sh=$$"; sleep 100';
@@ -89,7 +90,8 @@ describe('tether run: a transparent runner', () => {
     ['SIGINT', 130],
     ['SIGTERM', 143],
   ] as const)('C1, S4: %s (Ctrl-C, a kill) kills the whole tree and exits %i', async (signal, code) => {
-    const live = startTether(['run', '--', TREE]);
+    // The timeout only bounds a runner that fails this test (one that buffers would never print).
+    const live = startTether(['run', '--timeout', '45000', '--', TREE]);
     expect(await live.printed('sh=')).toBe(true); // both children run: the shell printed after forking
     const pids = treePids(live.stdout());
     expect(pids.filter(dead)).toEqual([]);
