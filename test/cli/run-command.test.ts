@@ -1,10 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses, readProcStat } from '../../src/subprocess/proc.js';
-import { endLeftovers, startTether, tether } from './cli-helpers.js';
+import { cli, endLeftovers, startTether, tether } from './cli-helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tether-run-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -100,6 +101,21 @@ describe('tether run: a transparent runner', () => {
     expect(live.stderr()).toContain(`stopped by ${signal}, tree killed`);
     expect(pids.filter((pid) => !dead(pid))).toEqual([]);
     expect(listTaggedProcesses(treeIdPrefix(live.child.pid))).toEqual([]);
+  });
+
+  it('S3: the user’s TERM and colour choice reach the command; pagers stay off (stdin is closed)', () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, TERM: 'xterm-tether-test' };
+    delete env.NO_COLOR;
+    const r = spawnSync(
+      process.execPath,
+      [cli, 'run', '--quiet', '--', 'echo "[$TERM][$PAGER]"; printenv NO_COLOR || echo no NO_COLOR; cat'],
+      {
+        encoding: 'utf8',
+        env,
+        input: 'not for the command\n',
+      },
+    );
+    expect(r.stdout).toBe('[xterm-tether-test][cat]\nno NO_COLOR\n');
   });
 
   it('options end at the first word that is not one: tether run ls -la needs no --', () => {
