@@ -28,7 +28,7 @@ A flag mistake is printed on stderr, answered to the client as the error of its 
 (so it shows the reason rather than "Connection closed"), and the server exits 2.
 
 Client configuration (e.g. Claude Desktop, Cursor):
-  { "mcpServers": { "tether": { "command": "npx", "args": ["tether", "mcp"] } } }
+  { "mcpServers": { "tether": { "command": "npx", "args": ["-y", "tether-runtime", "mcp"] } } }
 `;
 
 const OPTIONS = {

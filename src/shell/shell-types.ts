@@ -1,3 +1,6 @@
+import type { JobInfo } from '../jobs/job-types.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+
 /** One command for `rt.shell.run` (SPEC section 9). */
 export interface ShellRequest {
   readonly command: string;
@@ -49,4 +52,16 @@ export interface ShellResult {
   /** Leftover processes of the tree that could not be killed (never silently dropped, S4). */
   readonly escaped?: readonly number[];
   readonly durationMs: number;
+}
+
+/** `rt.shell`: one-shot commands (SPEC section 2). */
+export interface ShellService {
+  /** Runs a command to its end; exit, timeout and cancellation are result fields (C1). */
+  run(req: ShellRequest): Promise<ShellResult>;
+  /**
+   * Starts the command as a background job of `owner` (C3) and returns its info once the
+   * registry owns it. `req.signal` is checked before anything starts; `req.timeoutMs` kills
+   * the job's tree when it passes.
+   */
+  background(owner: AgentOwnerToken, req: ShellRequest): Promise<JobInfo>;
 }
