@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { assertArgument } from '../errors.js';
 import type { JobExit, JobHooks, JobRunContext, JobSpec } from '../jobs/job-types.js';
 import { signalProcessGroup } from '../subprocess/identity.js';
 import type { SubprocessHandle } from '../subprocess/types.js';
@@ -27,6 +28,10 @@ const LABEL_CHARS = 120;
  */
 export function shellJobSpec(deps: ShellDeps, req: ShellRequest): JobSpec {
   validateShellRequest(req);
+  assertArgument(
+    req.stdio !== 'inherit',
+    "stdio 'inherit' is for shell.run only: a background job's output is read with jobs.read; leave stdio out",
+  );
   const { defaults } = deps;
   const spawnSpec = {
     argv: [req.shell ?? defaults.shell, '-c', req.command] as const,

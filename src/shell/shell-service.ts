@@ -72,6 +72,12 @@ export function validateShellRequest(req: ShellRequest): void {
   if (req.shell !== undefined) {
     assertArgument(typeof req.shell === 'string' && req.shell.length > 0, 'shell must be a non-empty path');
   }
+  if (req.stdio !== undefined) {
+    assertArgument(
+      req.stdio === 'pipe' || req.stdio === 'inherit',
+      `stdio must be 'pipe' (capture the output) or 'inherit' (this process's stdout and stderr), got ${String(req.stdio)}`,
+    );
+  }
 }
 
 /**
@@ -91,18 +97,20 @@ export function resolveCwd(base: string, cwd: string | undefined): string {
 
 async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): Promise<ShellResult> {
   const { defaults } = deps;
+  const out = req.stdio ?? 'pipe';
   const child = await deps.provider.spawn({
     argv: [req.shell ?? defaults.shell, '-c', req.command],
     cwd: resolveCwd(defaults.cwd, req.cwd),
-    stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+    stdio: { stdin: 'ignore', stdout: out, stderr: out },
     cleanupGraceMs: defaults.cleanupGraceMs,
     env: { ...NON_INTERACTIVE_ENV, ...req.env },
   });
+  // With 'inherit' the child writes to our fds itself: nothing to capture, nothing to drain.
   const { spills } = deps;
   const adopt = spills ? (path: string) => spills.adopt(path, { keep: req.keepSpill === true }) : undefined;
-  const capture = new OutputCapture(defaults.outputCapChars, deps.spillPool, adopt);
-  capture.attach(child.stdout);
-  capture.attach(child.stderr);
+  const capture = out === 'pipe' ? new OutputCapture(defaults.outputCapChars, deps.spillPool, adopt) : null;
+  capture?.attach(child.stdout);
+  capture?.attach(child.stderr);
 
   // One owner for the deadline and the cancellation: aborted as soon as the leader exits.
   const stop = new AbortController();
@@ -127,11 +135,13 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
   try {
     const exit = await child.exited;
     stop.abort(SETTLED);
-    const drainTimedOut = !(await closedWithin(capture.closed, defaults.drainMs));
+    const drainTimedOut = capture !== null && !(await closedWithin(capture.closed, defaults.drainMs));
     // The shell is gone; whatever it left behind is an orphan of a one-shot command.
     const verdict = await child.kill();
-    if (drainTimedOut && !(await closedWithin(capture.closed, defaults.drainMs))) capture.detach();
-    const { spill, ...captured } = await capture.finish();
+    if (capture && drainTimedOut && !(await closedWithin(capture.closed, defaults.drainMs))) capture.detach();
+    const { spill, ...captured } = capture
+      ? await capture.finish()
+      : { output: '', truncated: false, spill: undefined };
     return withLiveSpill(
       {
         exitCode: exit.exitCode,

@@ -23,6 +23,16 @@ export interface ShellRequest {
    * Default: the runtime removes it on dispose, or earlier when `limits.spillBudgetBytes` needs room.
    */
   readonly keepSpill?: boolean;
+  /**
+   * Where the command's stdout and stderr go. `'pipe'` (the default): captured into the
+   * result's `output` (the tail, the rest spilled, C2). `'inherit'`: straight to this
+   * process's own stdout and stderr (fd 1 and 2), as a plain shell would: streamed live, every
+   * byte, stdout and stderr kept apart, with the kernel's backpressure (a slow reader slows the
+   * command, nothing piles up in memory). The result's `output` is then `''`, `truncated`
+   * false and there is no spill. Only for `run`: `background` refuses it (a job's output is
+   * read with `jobs.read`).
+   */
+  readonly stdio?: 'pipe' | 'inherit';
 }
 
 /**
@@ -34,7 +44,11 @@ export interface ShellResult {
   readonly signal: string | null;
   readonly timedOut: boolean;
   readonly cancelled: boolean;
-  /** stdout and stderr interleaved in arrival order; the tail when `truncated`, after a marker line. */
+  /**
+   * stdout and stderr interleaved in arrival order; the tail when `truncated`, after a marker
+   * line. Always `''` for a request with `stdio: 'inherit'` (the output went to this process's
+   * own stdout and stderr).
+   */
   readonly output: string;
   /** Some earlier output is not in `output` (see the marker and `spillPath`). */
   readonly truncated: boolean;

@@ -17,7 +17,8 @@ import type {
 
 /** Default characters of text one tool result may take. */
 export const DEFAULT_OUTPUT_BUDGET_CHARS = 30_000;
-const MIN_OUTPUT_BUDGET_CHARS = 2_000;
+/** The smallest `outputBudgetChars` a registry accepts: room for a failure text and a notice. */
+export const MIN_OUTPUT_BUDGET_CHARS = 2_000;
 
 /**
  * Creates the model tools over a runtime (SPEC section 8): `bash`, `job_list`, `job_read`,
