@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRuntime, type InboxItem, type Runtime, TetherError, type Turn } from '../../src/index.js';
+import { wakeSignal } from '../support/signal.js';
 import { QUIESCENT } from './agent-harness.js';
 
 let rt: Runtime;
@@ -30,13 +31,7 @@ async function agentWarnings(run: () => Promise<void>): Promise<string[]> {
 }
 
 // A promise and the function that resolves it (Node 20 has no Promise.withResolvers).
-function gate(): [Promise<void>, () => void] {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return [opened, open];
-}
+const gate = wakeSignal;
 
 describe('agent.idle() and unclaimed input (real runtime)', () => {
   it('R, W2: idle() resolves once the turn say() started has ended — it ran a real command through agent.tools', async () => {

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRuntime, type InboxItem, type Runtime, TetherError } from '../../src/index.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { wakeSignal } from '../support/signal.js';
 import { QUIESCENT } from './agent-harness.js';
 
 let rt: Runtime;
@@ -13,15 +14,6 @@ afterEach(async () => {
 });
 
 const code = (err: unknown) => (err instanceof TetherError ? err.code : String(err));
-
-// A promise and the function that resolves it (Node 20 has no Promise.withResolvers).
-function wakeSignal(): [Promise<void>, () => void] {
-  let wake!: () => void;
-  const woken = new Promise<void>((resolve) => {
-    wake = resolve;
-  });
-  return [woken, wake];
-}
 
 describe('rt.agents (composition root)', () => {
   it('W3: a background job started by an agent wakes it when it completes', async () => {
