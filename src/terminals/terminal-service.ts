@@ -262,7 +262,16 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
               pty: record.pty,
               resetShell: async () => {
                 await record.pty.kill();
-                record.replacePty(await record.provider.spawnTerminal(record.spec));
+                // T4: a terminal closed while its command ran is not given a new shell (it
+                // would outlive the close); execute then fails TERMINAL_CLOSED.
+                const ended = () => !record.actor.getSnapshot().matches('busy');
+                if (ended()) throw closedWhileExecuting(record.id);
+                const fresh = await record.provider.spawnTerminal(record.spec);
+                if (ended()) {
+                  await fresh.kill();
+                  throw closedWhileExecuting(record.id);
+                }
+                record.replacePty(fresh);
                 record.actor.send({ type: 'SHELL_RESET' });
                 watchExit(record);
               },
@@ -403,4 +412,11 @@ function openSpec(
   const argv: [string, ...string[]] = isBash ? [shell, '--noprofile', '--rcfile', rcFile, '-i'] : [shell];
   const env = { TERM: 'xterm-256color', PAGER: 'cat', GIT_PAGER: 'cat', ...opts.env };
   return { argv, cwd, env, cols, rows, cleanupGraceMs: defaults.cleanupGraceMs };
+}
+
+function closedWhileExecuting(id: string): TetherError {
+  return new TetherError(
+    'TERMINAL_CLOSED',
+    `terminal '${id}' was closed while its command ran; open a new one`,
+  );
 }
