@@ -78,8 +78,8 @@ const activeIds = (s: { _nodes?: AnyStateNode[] }): Set<string> =>
 
 /**
  * The machine transitions `event` takes from `prev`: the event's own (guards evaluated) and the
- * eventless ones of the microsteps after it (an `always` whose source was active before and
- * whose targets are active after).
+ * internal ones of the microsteps after it (an `always` or a state's `onDone` whose source was
+ * active before and whose targets became active).
  *
  * @example
  * ```ts
@@ -95,7 +95,14 @@ export function takenEdges<M extends AnyStateMachine>(machine: M, prev: Snap<M>,
     const after = activeIds(micro[i]!);
     for (const id of before) {
       const node = machine.getStateNodeById(id) as AnyStateNode;
-      for (const t of node.always ?? []) {
+      // Eventless transitions and the internal `xstate.done.state.*` a finished region raises.
+      const internal = [
+        ...(node.always ?? []),
+        ...[...node.transitions.entries()].flatMap(([type, list]) =>
+          type.startsWith('xstate.done.state.') ? list : [],
+        ),
+      ];
+      for (const t of internal) {
         if ((t.target ?? []).every((n: AnyStateNode) => after.has(n.id) && !before.has(n.id)))
           always.push(edgeKey(t));
       }
