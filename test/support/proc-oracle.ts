@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+import { readProcStat } from '../../src/subprocess/proc.js';
+
+/** A process a test saw alive: its pid and its start time (a pid alone may be reused). */
+export interface SeenProcess {
+  readonly pid: number;
+  readonly startTime: number;
+}
+
+/**
+ * The pids a script announced as `tag=<pid>` lines (e.g. `echo child=$!`), identified by
+ * their start time while they are still alive; throws for one already gone (the test could
+ * then not prove anything about it).
+ *
+ * @example
+ * ```ts
+ * const seen = announced('child=123\nescaped=456\n', ['child', 'escaped']);
+ * ```
+ */
+export function announced(text: string, tags: readonly string[]): SeenProcess[] {
+  return tags.map((tag) => {
+    const match = new RegExp(`(?:^|\\n)${tag}=(\\d+)\\n`).exec(text);
+    if (match === null) throw new Error(`the script did not announce ${tag}=<pid>: ${JSON.stringify(text)}`);
+    const pid = Number(match[1]);
+    const stat = readProcStat(pid);
+    if (stat === null || stat.state === 'Z')
+      throw new Error(`${tag}=${pid} was already gone when first seen`);
+    return { pid, startTime: stat.startTime };
+  });
+}
+
+/**
+ * Those of `seen` still alive, read from /proc alone (an oracle independent of the runtime's
+ * own tree bookkeeping): same pid, same start time, not a zombie.
+ *
+ * @example
+ * ```ts
+ * expect(alive(seen)).toEqual([]);
+ * ```
+ */
+export function alive(seen: readonly SeenProcess[]): number[] {
+  return seen
+    .filter(({ pid, startTime }) => {
+      const stat = readProcStat(pid);
+      return stat !== null && stat.startTime === startTime && stat.state !== 'Z' && stat.state !== 'X';
+    })
+    .map((p) => p.pid);
+}
+
+/** The session id of a live pid (to prove a child escaped its parent's session with setsid). */
+export function sessionOf(pid: number): number | null {
+  return readProcStat(pid)?.session ?? null;
+}
+
+/** How many threads this process has, from /proc/self/status (not the runtime's counters). */
+export function threadCount(): number {
+  const match = /^Threads:\s+(\d+)$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+  if (match === null) throw new Error('no Threads: line in /proc/self/status');
+  return Number(match[1]);
+}
