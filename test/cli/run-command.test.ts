@@ -1,6 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { treeIdPrefix } from '../../src/subprocess/marker.js';
+import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { aliveRunning } from '../support/proc-oracle.js';
 
 // The built CLI, as a user runs it (npm test builds before vitest).
 const cli = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
@@ -14,10 +17,23 @@ describe('tether run', () => {
     expect(r.status).toBe(3);
   });
 
-  it('C1: a timeout kills the tree and exits 124', () => {
-    const r = tether('run', '--timeout', '200', '--', 'sleep 100 & sleep 100');
+  it('C1, S4: a timeout kills the tree — a child and a setsid escapee — and exits 124', () => {
+    // A unique argv identifies the tree's processes in /proc after the CLI (their parent) exited.
+    const nap = ['sleep', String(30_000 + Math.floor(Math.random() * 10_000))];
+    const r = tether(
+      'run',
+      '--timeout',
+      '2000',
+      '--',
+      `${nap.join(' ')} & echo child=$!; setsid ${nap.join(' ')} & echo escaped=$!; ${nap.join(' ')}`,
+    );
     expect(r.stderr).toContain('timed out');
     expect(r.status).toBe(124);
+    const pids = [...r.stdout.matchAll(/^(?:child|escaped)=(\d+)$/gm)].map((m) => Number(m[1]));
+    expect(pids).toHaveLength(2);
+    // Checked once, no polling: the CLI exits only after the tree kill proved the tree gone.
+    expect(aliveRunning(pids, nap)).toEqual([]);
+    expect(listTaggedProcesses(treeIdPrefix(r.pid!))).toEqual([]);
   });
 
   it('C1: --json prints the whole result', () => {

@@ -58,3 +58,25 @@ export function threadCount(): number {
   if (match === null) throw new Error('no Threads: line in /proc/self/status');
   return Number(match[1]);
 }
+
+/**
+ * Those of `pids` still alive running exactly `argv` (for processes the test could not see
+ * while alive, e.g. in another process's tree: a unique argv stands in for the start time).
+ *
+ * @example
+ * ```ts
+ * expect(aliveRunning([123], ['sleep', '30417'])).toEqual([]);
+ * ```
+ */
+export function aliveRunning(pids: readonly number[], argv: readonly string[]): number[] {
+  const want = `${argv.join('\0')}\0`;
+  return pids.filter((pid) => {
+    const stat = readProcStat(pid);
+    if (stat === null || stat.state === 'Z' || stat.state === 'X') return false;
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8') === want;
+    } catch {
+      return false;
+    }
+  });
+}
