@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { TetherError } from '../errors.js';
 import { ExecutionCapture } from './execution-capture.js';
 import type { PtySession } from './pty-host.js';
 import { executeLine } from './shell-protocol.js';
+import { TimerCount } from './terminal-timers.js';
 import type { TerminalCommandResult } from './terminal-types.js';
 
 /** After Ctrl-C on timeout, how long the shell has to print its prompt again before it is replaced. */
@@ -36,6 +36,7 @@ export async function executeInTerminal(
   command: string,
   timeoutMs: number,
   signal?: AbortSignal,
+  count: TimerCount = new TimerCount(),
 ): Promise<TerminalCommandResult> {
   if (signal?.aborted) throw abortedError();
   const pty = target.pty;
@@ -44,11 +45,11 @@ export async function executeInTerminal(
   const timers = new AbortController();
   try {
     await pty.write(executeLine(capture.nonce, command));
-    const ended = await race(capture, pty, timeoutMs, timers.signal, signal);
+    const ended = await race(capture, pty, timeoutMs, count, timers.signal, signal);
     if (ended === 'finished') return finished(capture, false);
     if (ended === 'timeout' || ended === 'aborted') {
       pty.signal('SIGINT', 'foreground');
-      if ((await race(capture, pty, INTERRUPT_GRACE_MS, timers.signal)) === 'finished') {
+      if ((await race(capture, pty, INTERRUPT_GRACE_MS, count, timers.signal)) === 'finished') {
         if (ended === 'aborted') throw abortedError();
         return finished(capture, true);
       }
@@ -83,6 +84,7 @@ async function race(
   capture: ExecutionCapture,
   pty: PtySession,
   ms: number,
+  count: TimerCount,
   stop: AbortSignal,
   caller?: AbortSignal,
 ): Promise<'finished' | 'exited' | 'timeout' | 'aborted'> {
@@ -98,7 +100,7 @@ async function race(
     return await Promise.race([
       capture.finished().then(() => (capture.result ? ('finished' as const) : ('exited' as const))),
       pty.exited.then(() => (capture.result ? ('finished' as const) : ('exited' as const))),
-      sleep(ms, 'timeout' as const, { signal: deadline.signal }).catch(() => 'timeout' as const),
+      count.sleep(ms, 'timeout' as const, { signal: deadline.signal }).catch(() => 'timeout' as const),
       aborted,
     ]);
   } finally {

@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { PtySession } from './pty-host.js';
 import { probeStdinRead, type StdinProof, stdinProofSupported } from './stdin-probe.js';
+import { TimerCount } from './terminal-timers.js';
 import type { WaitReason } from './terminal-types.js';
 
 /**
@@ -40,44 +40,53 @@ export function proofBeforeInput(pty: PtySession): StdinProof | null {
  * Waits after the input was fully written until it is sensible to think again (T5): the
  * session ended, the foreground group provably waits for input on this terminal (T6), the
  * output was silent for `settleMs` (counted from the write, never from before it), or the
- * total deadline passed. Every timer it arms is cancelled when it returns.
+ * total deadline passed. Every timer it arms is cancelled when it returns, and counted in
+ * `timers` while armed (D3).
  */
 export async function waitForReason(
   pty: PtySession,
   before: StdinProof | null,
   wait: SendWait,
+  timers: TimerCount = new TimerCount(),
 ): Promise<WaitReason> {
   const writtenAt = performance.now();
   let exited = false;
   void pty.exited.then(() => {
     exited = true;
   });
-  const timers = new AbortController();
+  const stop = new AbortController();
   try {
     for (let tick = 0; ; tick++) {
       if (exited) return 'session_exit';
       const now = performance.now();
       if (now - wait.startedAt >= wait.timeoutMs) return 'timeout';
       if (now - Math.max(writtenAt, pty.lastOutputAt) >= wait.settleMs) return 'inferred_idle';
-      if (before !== null && (await provenWaiting(pty, before, timers.signal))) {
+      if (before !== null && (await provenWaiting(pty, before, stop.signal, timers))) {
         if (exited) return 'session_exit';
         return 'stdin_read';
       }
-      await sleep(TICKS_MS[Math.min(tick, TICKS_MS.length - 1)], undefined, { signal: timers.signal });
+      await timers.sleep(TICKS_MS[Math.min(tick, TICKS_MS.length - 1)] ?? 10, undefined, {
+        signal: stop.signal,
+      });
     }
   } finally {
-    timers.abort();
+    stop.abort();
   }
 }
 
 // T6 caller's half: a proof counts only if it is new since the write (T5) and no output
 // arrived from the moment the scan began until stragglers had time to land.
-async function provenWaiting(pty: PtySession, before: StdinProof, signal: AbortSignal): Promise<boolean> {
+async function provenWaiting(
+  pty: PtySession,
+  before: StdinProof,
+  signal: AbortSignal,
+  timers: TimerCount,
+): Promise<boolean> {
   const scanStartedAt = performance.now();
   const proof = probeStdinRead({ root: pty.identity, ttyPath: pty.ttyPath });
   if (!proof.proven) return false;
   const fresh = !before.proven || proof.tid !== before.tid || proof.wakeups > before.wakeups;
   if (!fresh) return false;
-  await sleep(STRAGGLER_MS, undefined, { signal });
+  await timers.sleep(STRAGGLER_MS, undefined, { signal });
   return pty.lastOutputAt < scanStartedAt;
 }

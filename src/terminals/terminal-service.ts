@@ -17,6 +17,7 @@ import { SHELL_RC } from './shell-protocol.js';
 import { executeInTerminal } from './terminal-execute.js';
 import { TerminalRecord } from './terminal-record.js';
 import { proofBeforeInput, waitForReason } from './terminal-send.js';
+import { TimerCount } from './terminal-timers.js';
 import {
   TERMINAL_SIGNALS,
   type TerminalExit,
@@ -95,6 +96,8 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     }),
   );
   let busy = 0;
+  /** D3: timers armed by sends and executes in flight. */
+  const timers = new TimerCount();
   /** Opens in flight per owner: they count against the cap before their PTY exists. */
   const opening = new Map<string, number>();
   let disposing: Promise<void> | null = null;
@@ -235,7 +238,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         const pty = record.pty;
         const before = proofBeforeInput(pty);
         await pty.write(input);
-        const waitReason = await waitForReason(pty, before, { settleMs, timeoutMs, startedAt });
+        const waitReason = await waitForReason(pty, before, { settleMs, timeoutMs, startedAt }, timers);
         const page = record.output.read(from, Number.MAX_SAFE_INTEGER);
         return { output: page.text, cursor: page.cursor, lossy: page.lossy, waitReason };
       });
@@ -279,6 +282,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
             command,
             timeoutMs,
             opts.signal,
+            timers,
           );
           record.output.read(from, Number.MAX_SAFE_INTEGER); // what execute covered is consumed
           return result;
@@ -350,6 +354,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     stats: () => ({
       open: records.size,
       busy,
+      timers: timers.live,
       hostAlive: [...used].some((provider) => (provider.workers ?? 0) > 0),
       listeners: exits.listeners,
       deliveries: exits.deliveries,

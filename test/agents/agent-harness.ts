@@ -98,7 +98,14 @@ export function agentHarness(
       for (const p of used) await p.dispose();
       expect(used.map((p) => p.workers ?? 0)).toEqual(used.map(() => 0));
       expect(agents.stats()).toEqual(QUIESCENT);
-      expect(terminals.stats()).toEqual({ open: 0, busy: 0, hostAlive: false, listeners: 0, deliveries: 0 });
+      expect(terminals.stats()).toEqual({
+        open: 0,
+        busy: 0,
+        timers: 0,
+        hostAlive: false,
+        listeners: 0,
+        deliveries: 0,
+      });
       expect(jobs.stats()).toMatchObject({
         running: 0,
         starting: 0,

@@ -130,7 +130,14 @@ describe('rt.agents (composition root)', () => {
     expect(stats).toMatchObject({ processes: 0, workers: 0, timers: 0, waiters: 0 });
     expect(stats.agents).toEqual(QUIESCENT);
     expect(stats.jobs).toMatchObject({ running: 0, starting: 0, waiters: 0, timers: 0, listeners: 0 });
-    expect(stats.terminals).toEqual({ open: 0, busy: 0, hostAlive: false, listeners: 0, deliveries: 0 });
+    expect(stats.terminals).toEqual({
+      open: 0,
+      busy: 0,
+      timers: 0,
+      hostAlive: false,
+      listeners: 0,
+      deliveries: 0,
+    });
   });
 
   it('O3: agent.tools run with the agent as the trusted owner and fail closed after dispose', async () => {

@@ -308,6 +308,7 @@ describe('terminal service (model-based)', () => {
         expect(rt.terminals.stats()).toEqual({
           open: 0,
           busy: 0,
+          timers: 0,
           hostAlive: false,
           listeners: 0,
           deliveries: 0,

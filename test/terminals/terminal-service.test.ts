@@ -277,7 +277,14 @@ describe('rt.terminals', () => {
     const t = await rt.terminals.open(owner);
     await rt.terminals.send(owner, t.id, 'trap "" HUP; sleep 1000\n', { settleMs: 200 });
     await rt.dispose();
-    expect(rt.terminals.stats()).toEqual({ open: 0, busy: 0, hostAlive: false, listeners: 0, deliveries: 0 });
+    expect(rt.terminals.stats()).toEqual({
+      open: 0,
+      busy: 0,
+      timers: 0,
+      hostAlive: false,
+      listeners: 0,
+      deliveries: 0,
+    });
     expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
   });
 });
