@@ -7,6 +7,7 @@ import { createRuntime, type Runtime, TetherError } from '../../src/index.js';
 import type { AgentOwnerToken } from '../../src/owners/owner-token.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { foregroundTaken } from '../support/proc-oracle.js';
 
 // Model-based test of the terminal service (T1–T9) over random operation sequences by two
 // owners, with real PTYs. After every run: every terminal closed, the PTY worker stopped, no
@@ -40,6 +41,11 @@ const PROOF_ONLY = { settleMs: 600_000, timeoutMs: 600_000 };
 const RETENTION = 2_048;
 const code = (err: unknown) => (err instanceof TetherError ? err.code : String(err));
 const pick = <T>(items: readonly T[], n: number) => (items.length ? items[n % items.length] : undefined);
+
+// The shell pid behind a terminal now (a reset replaces it).
+async function shellPid(r: Real, t: ModelTerminal): Promise<number> {
+  return (await r.rt.terminals.list(r.owners[t.owner]!)).find((i) => i.id === t.id)!.pid;
+}
 
 // A terminal for `owner` in place of one that ended, so later commands still have work to do.
 async function reopen(m: Model, r: Real, owner: number): Promise<void> {
@@ -112,6 +118,7 @@ class Interrupt implements Cmd {
     const t = pick(m.terminals, this.n)!;
     const owner = r.owners[t.owner]!;
     await r.rt.terminals.send(owner, t.id, 'sleep 1000\n', { settleMs: 100 });
+    await foregroundTaken(await shellPid(r, t)); // SIGINT must find sleep, not the prompt
     await r.rt.terminals.signal(owner, t.id, 'SIGINT');
     const res = await r.rt.terminals.execute(owner, t.id, 'echo back');
     expect(res.output).toBe('back\n');
@@ -210,6 +217,7 @@ class SendTimeout implements Cmd {
       timeoutMs: 300,
     });
     expect(res.waitReason).toBe('timeout');
+    await foregroundTaken(await shellPid(r, t)); // the loop's sleep, not the prompt, gets SIGINT
     await r.rt.terminals.signal(owner, t.id, 'SIGINT');
     expect((await r.rt.terminals.execute(owner, t.id, 'echo back')).output).toBe('back\n');
     reach('T5 timeout');

@@ -80,3 +80,26 @@ export function aliveRunning(pids: readonly number[], argv: readonly string[]): 
     }
   });
 }
+
+/**
+ * Resolves once the terminal whose shell is `shellPid` has another process group than the
+ * shell's in the foreground (the command the test typed is running), read from /proc: a
+ * signal sent before that would reach the shell at its prompt instead. Polls every 10 ms;
+ * throws after 60 s.
+ *
+ * @example
+ * ```ts
+ * await rt.terminals.send(owner, id, 'sleep 1000\n', { settleMs: 100 });
+ * await foregroundTaken(info.pid);
+ * await rt.terminals.signal(owner, id, 'SIGINT');
+ * ```
+ */
+export async function foregroundTaken(shellPid: number): Promise<void> {
+  for (let i = 0; ; i++) {
+    const stat = readProcStat(shellPid);
+    if (stat === null) throw new Error(`shell ${shellPid} is gone`);
+    if (stat.tpgid > 0 && stat.tpgid !== stat.pgrp) return;
+    if (i > 6_000) throw new Error(`nothing but the shell ${shellPid} ever took the terminal's foreground`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
