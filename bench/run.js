@@ -1,13 +1,14 @@
 // `npm run bench`: every benchmark side by side with its raw baseline, printed as ratios.
 // Set TETHER_BENCH_QUICK=1 for a short smoke run. Each section module exports `rows(quick)`.
 import { rows as agentRows } from './agents.js';
+import { rows as containmentRows } from './containment.js';
 import { rows as jobRows } from './jobs.js';
 import { rows as ptyRows } from './pty.js';
 import { rows as shellRows } from './shell.js';
 import { rows as terminalRows } from './terminals.js';
 
 const quick = process.env.TETHER_BENCH_QUICK === '1';
-const sections = [shellRows, jobRows, ptyRows, terminalRows, agentRows];
+const sections = [shellRows, jobRows, ptyRows, terminalRows, agentRows, containmentRows];
 
 console.log('| benchmark | raw | tether | ratio | goal | note |');
 console.log('| --- | --- | --- | --- | --- | --- |');

@@ -10,6 +10,7 @@ export type TetherErrorCode =
   | 'RUNTIME_DISPOSED'
   | 'OWNER_RETIRED'
   | 'OWNER_INVALID'
+  | 'INPUT_UNCLAIMED'
   | 'JOB_FORBIDDEN'
   | 'JOB_NOT_FOUND'
   | 'JOB_LIMIT'
@@ -18,7 +19,8 @@ export type TetherErrorCode =
   | 'TERMINAL_FORBIDDEN'
   | 'TERMINAL_LIMIT'
   | 'TERMINAL_CLOSED'
-  | 'UNSUPPORTED_PLATFORM';
+  | 'UNSUPPORTED_PLATFORM'
+  | 'CONTAINMENT_UNAVAILABLE';
 
 /**
  * The one error class Tether throws. `code` is stable; `message` says what to do.

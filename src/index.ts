@@ -1,6 +1,7 @@
 export { createAgentService } from './agents/agent-service.js';
 export type {
   Agent,
+  AgentDisposal,
   AgentErrorReporter,
   AgentErrorStage,
   AgentOptions,
@@ -32,7 +33,7 @@ export type {
   JobSubscription,
   KillResult,
 } from './jobs/job-types.js';
-export type { OwnerLease } from './owners/owner-registry.js';
+export type { OwnerIdentity, OwnerLease } from './owners/owner-registry.js';
 export type { AgentOwnerToken } from './owners/owner-token.js';
 export {
   createRuntime,
@@ -44,13 +45,17 @@ export {
 } from './runtime.js';
 export type { RuntimeOptions } from './runtime-options.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
-export type { EnvPolicy } from './subprocess/env.js';
+export type { ContainmentMode } from './subprocess/containment/containment-types.js';
+export type { RecoveredRuntime } from './subprocess/containment/reaper.js';
+export { type EnvPolicy, type IdentitySnapshot, identityEnv } from './subprocess/env.js';
 export {
   createLocalProvider,
   type LocalProvider,
   type LocalProviderOptions,
 } from './subprocess/local-provider.js';
 export type {
+  InputProbe,
+  InputWaitProof,
   ProcessIdentity,
   StdioDisposition,
   SubprocessExit,
@@ -64,7 +69,11 @@ export type {
   TreeKillVerdict,
   TreeProof,
 } from './subprocess/types.js';
-export type { PersistentBash, PersistentBashResult } from './terminals/persistent-bash.js';
+export type {
+  PersistentBash,
+  PersistentBashResult,
+  PersistentBashRunOptions,
+} from './terminals/persistent-bash.js';
 export type {
   TerminalChunk,
   TerminalCommandResult,

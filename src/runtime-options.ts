@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
 import { assertArgument } from './errors.js';
+import { defaultStateDir } from './subprocess/containment/runtime-boundary.js';
 import type { EnvPolicy } from './subprocess/env.js';
 import type { SubprocessProvider } from './subprocess/types.js';
 import type { ToolRegistryOptions } from './tools/tool-types.js';
@@ -15,8 +16,25 @@ export interface RuntimeOptions {
    * from then on: `rt.dispose()` calls its `dispose` (if any) after every process is gone.
    */
   readonly provider?: SubprocessProvider;
-  /** Where complete outputs are spilled; default `<tmpdir>/tether-spill`. `false`: never spill (tail only). */
+  /**
+   * Where complete outputs are spilled; default `<tmpdir>/tether-spill`. Each runtime writes in a
+   * directory of its own below it (`tether-<runtime id>`), removed on dispose (K4); a spill kept
+   * with `keepSpill` goes to this directory itself. `false`: never spill (tail only).
+   */
   readonly spillDir?: string | false;
+  /**
+   * K1: the boundary of every process tree. Default: the strongest available — `cgroup` where
+   * a writable cgroup v2 hierarchy exists (root, or a delegated subtree), else `marker`.
+   * `'cgroup'` fails with CONTAINMENT_UNAVAILABLE (naming what is missing) where it is not.
+   * `rt.stats().containment` says which is in force.
+   */
+  readonly containment?: 'cgroup' | 'marker';
+  /**
+   * K3: where the runtime records itself (synced, before its first spawn) so that a successor
+   * can reap what it left after a crash; default `<tmpdir>/tether-state-<uid>` (one per user).
+   * Every runtime started with it reaps the dead runtimes recorded there (`rt.recovered`).
+   */
+  readonly stateDir?: string;
   /** Default cwd for commands; default `process.cwd()`. */
   readonly cwd?: string;
   /** Default shell for `-c`; default `/bin/bash`. */
@@ -55,12 +73,17 @@ export interface RuntimeOptions {
     readonly quietWindowMs?: number;
     /** D1: how long an agent's teardown waits for its aborted turn; default 5,000. */
     readonly turnGraceMs?: number;
+    /** K4: bytes of spill files the runtime holds at most; the oldest go first. Default 1 GiB. */
+    readonly spillBudgetBytes?: number;
   };
 }
 
 export interface ResolvedOptions {
   readonly provider: SubprocessProvider | undefined;
   readonly spillDir: string | false;
+  readonly containment: 'auto' | 'cgroup' | 'marker';
+  readonly stateDir: string;
+  readonly spillBudgetBytes: number;
   readonly cwd: string;
   readonly shell: string;
   readonly env: EnvPolicy;
@@ -85,6 +108,9 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   const resolved: ResolvedOptions = {
     provider: options.provider,
     spillDir: options.spillDir ?? join(tmpdir(), 'tether-spill'),
+    containment: options.containment ?? 'auto',
+    stateDir: options.stateDir ?? defaultStateDir(),
+    spillBudgetBytes: limits.spillBudgetBytes ?? 1 << 30,
     cwd: options.cwd ?? process.cwd(),
     shell: options.shell ?? '/bin/bash',
     env: options.env ?? {},
@@ -105,6 +131,15 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     resolved.spillDir === false || (typeof resolved.spillDir === 'string' && resolved.spillDir.length > 0),
     'spillDir must be a directory path, or false to never spill',
   );
+  assertArgument(
+    options.containment === undefined || options.containment === 'cgroup' || options.containment === 'marker',
+    `containment must be 'cgroup' or 'marker' (or left out for the best available), got ${String(options.containment)}`,
+  );
+  assertArgument(
+    typeof resolved.stateDir === 'string' && resolved.stateDir.length > 0,
+    'stateDir must be a directory path',
+  );
+  assertPositiveInteger('limits.spillBudgetBytes', resolved.spillBudgetBytes, 0);
   assertArgument(
     resolved.inspect === undefined || typeof resolved.inspect === 'function',
     'inspect must be a function receiving inspection events',

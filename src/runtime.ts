@@ -2,14 +2,17 @@ import { createAgentService } from './agents/agent-service.js';
 import type { AgentService, AgentServiceStats } from './agents/agent-types.js';
 import { assertArgument, TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
-import type { JobInfo, JobService, JobServiceStats } from './jobs/job-types.js';
+import type { JobService, JobServiceStats } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
+import { createSpillRetention } from './output/spill-retention.js';
+import { identifiedJobSpec, ownerEnv, withIdentity } from './owner-env.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
-import type { AgentOwnerToken } from './owners/owner-token.js';
 import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
-import { shellJobSpec } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
-import type { ShellRequest, ShellResult } from './shell/shell-types.js';
+import type { ShellService } from './shell/shell-types.js';
+import type { ContainmentMode } from './subprocess/containment/containment-types.js';
+import type { RecoveredRuntime } from './subprocess/containment/reaper.js';
+import { openRuntimeBoundary } from './subprocess/containment/runtime-boundary.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
 import { treeIdPrefix } from './subprocess/marker.js';
 import { hasProcfs, listTaggedProcesses } from './subprocess/proc.js';
@@ -20,17 +23,7 @@ import type { TerminalService, TerminalServiceStats } from './terminals/terminal
 import { bindTools, createToolRegistry } from './tools/tool-registry.js';
 import type { ToolRegistry } from './tools/tool-types.js';
 
-/** `rt.shell`: one-shot commands (SPEC section 2). */
-export interface ShellService {
-  /** Runs a command to its end; exit, timeout and cancellation are result fields (C1). */
-  run(req: ShellRequest): Promise<ShellResult>;
-  /**
-   * Starts the command as a background job of `owner` (C3) and returns its info once the
-   * registry owns it. `req.signal` is checked before anything starts; `req.timeoutMs` kills
-   * the job's tree when it passes.
-   */
-  background(owner: AgentOwnerToken, req: ShellRequest): Promise<JobInfo>;
-}
+export type { ShellService } from './shell/shell-types.js';
 
 /** `rt.owners`: explicit owners for non-agent callers (O2). */
 export interface OwnerService {
@@ -57,6 +50,13 @@ export interface ReloadOptions {
  * `null` where there is none), so it covers every runtime of the process.
  */
 export interface RuntimeStats {
+  /**
+   * K1: the boundary new trees start in — `cgroup` or `marker` for the runtime's local provider,
+   * `provider` for a provider it was handed (that provider contains its own trees).
+   */
+  readonly containment: ContainmentMode | 'provider';
+  /** K4: spill files the runtime holds (removed on dispose), and their bytes. */
+  readonly spills: { readonly files: number; readonly bytes: number };
   readonly processes: number | null;
   /** Worker threads: the spill pool's and the providers' (the PTY worker). */
   readonly workers: number;
@@ -97,6 +97,11 @@ export interface Runtime {
   reload(options?: ReloadOptions): Promise<void>;
   /** D3: what is live now; every count is zero once `dispose()` resolved. */
   stats(): RuntimeStats;
+  /**
+   * K3: what this runtime reaped when it started — the trees, cgroups and spills of runtimes
+   * that died (SIGKILL, OOM) without `dispose` and had the same `stateDir`.
+   */
+  readonly recovered: readonly RecoveredRuntime[];
   /** D2: ends every process, timer and worker the runtime started. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -106,7 +111,7 @@ export interface Runtime {
  *
  * @example
  * ```ts
- * import { createRuntime } from 'tether';
+ * import { createRuntime } from 'tether-runtime';
  * const rt = await createRuntime();
  * const { exitCode, output } = await rt.shell.run({ command: 'echo hello' });
  * const lease = rt.owners.host();
@@ -117,8 +122,21 @@ export interface Runtime {
  */
 export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> {
   const opts = resolveOptions(options);
-  const spillPool = opts.spillDir === false ? null : createSpillPool({ dir: opts.spillDir });
+  // K3 then K1: reap dead runtimes, open this one's boundary, record it before any spawn.
+  const boundary = await openRuntimeBoundary({
+    containment: opts.containment,
+    stateDir: opts.stateDir,
+    spillRoot: opts.spillDir,
+    graceMs: opts.cleanupGraceMs,
+  });
+  const spillRoot = opts.spillDir;
+  const spillPool = boundary.spillDir === null ? null : createSpillPool({ dir: boundary.spillDir });
+  const spills =
+    boundary.spillDir === null || spillRoot === false
+      ? null
+      : createSpillRetention({ dir: boundary.spillDir, root: spillRoot, budgetBytes: opts.spillBudgetBytes });
   const owners = createOwnerRegistry();
+  const envOf = ownerEnv(owners, opts.env.identityPrefix);
   const jobs = createJobService({
     owners,
     maxRunningPerOwner: opts.maxJobsPerOwner,
@@ -127,7 +145,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   // The runtime owns every provider it was handed or made (S2, S5): dispose releases each.
-  let current: SubprocessProvider = opts.provider ?? createLocalProvider({ env: opts.env });
+  let current: SubprocessProvider =
+    opts.provider ?? createLocalProvider({ env: opts.env, containment: boundary.containment });
   const providers = new Set([current]);
   const terminals = createTerminalService({
     owners,
@@ -135,6 +154,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     defaults: { shell: opts.shell, cwd: opts.cwd, cleanupGraceMs: opts.cleanupGraceMs },
     retentionChars: opts.terminalRetentionChars,
     maxPerOwner: opts.maxTerminalsPerOwner,
+    identityEnv: (owner) => envOf(owner),
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   const inFlight = new Set<Promise<unknown>>();
@@ -182,6 +202,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     },
     lifetime: lifetime.signal,
     spillPool,
+    spills,
     defaults: {
       shell: opts.shell,
       cwd: opts.cwd,
@@ -192,17 +213,21 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   };
 
   const shell: ShellService = {
-    run: (req) => track(() => runShell(shellDeps, req)),
+    run: (req, owner) =>
+      track(async () => {
+        if (owner === undefined) return runShell(shellDeps, req);
+        return runShell(shellDeps, withIdentity(req, envOf(owners.assertLive(owner))));
+      }),
     background: (owner, req) =>
       track(() =>
         jobs.start(
           owner,
-          shellJobSpec(shellDeps, req),
+          identifiedJobSpec(shellDeps, req, (jobId) => envOf(owner, jobId)),
           req?.signal !== undefined ? { signal: req.signal } : {},
         ),
       ),
   };
-  const persistentBash = createPersistentBash(terminals);
+  const persistentBash = createPersistentBash(terminals, { cwd: opts.cwd });
   const tools = createToolRegistry({ shell, jobs, terminals, persistentBash }, opts.tools);
   // Agents drain their terminals, then their jobs (reverse start order, D1).
   const agents = createAgentService({
@@ -224,10 +249,14 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     tools,
     owners: { host: () => reclaimedOnRetire(owners.host()) },
     agents: { create: (o) => agents.create(o), stats: () => agents.stats() },
+    recovered: boundary.recovered,
     stats() {
       const [j, t, a] = [jobs.stats(), terminals.stats(), agents.stats()];
       const providerWorkers = [...providers].reduce((n, p) => n + (p.workers ?? 0), 0);
+      const mode = (current as { containment?: unknown }).containment;
       return {
+        containment: mode === 'cgroup' || mode === 'marker' ? mode : 'provider',
+        spills: { files: spills?.files ?? 0, bytes: spills?.bytes ?? 0 },
         processes: hasProcfs() ? listTaggedProcesses(treeIdPrefix()).length : null,
         workers: (spillPool?.threads ?? 0) + providerWorkers,
         timers: j.timers + t.timers + a.timers,
@@ -282,6 +311,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
           }
         }
         await spillPool?.destroy();
+        spills?.removeAll(); // K4: unless kept, a spill does not outlive its runtime
+        await boundary.close(); // the runtime's cgroup and ledger record go last
       })();
       return disposing;
     },

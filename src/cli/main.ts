@@ -1,27 +1,36 @@
 #!/usr/bin/env node
-import { demoCommand } from './demo-command.js';
-import { mcpCommand } from './mcp-command.js';
-import { runCommand } from './run-command.js';
 import { USAGE, UsageError } from './usage.js';
+import { versionLine } from './version.js';
 
-// `tether <command> ...`: one entry point, one small module per command.
+// `tether <command> ...`: one entry point, one small module per command, loaded only when
+// called (the runtime and the MCP SDK take a while to load; `--help` and `--version` need neither).
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'demo':
-      return demoCommand(rest);
+      return (await import('./demo-command.js')).demoCommand(rest);
     case 'run':
-      return runCommand(rest);
+      return (await import('./run-command.js')).runCommand(rest);
     case 'mcp':
-      return mcpCommand(rest);
+      return (await import('./mcp-command.js')).mcpCommand(rest);
+    case 'reap':
+      return (await import('./reap-command.js')).reapCommand(rest);
     case undefined:
     case '-h':
     case '--help':
     case 'help':
       process.stdout.write(USAGE);
       return command === undefined ? 2 : 0;
+    case '--version':
+    case 'version':
+      process.stdout.write(versionLine());
+      return 0;
     default:
-      throw new UsageError(`unknown command '${command}'`);
+      throw new UsageError(
+        command.startsWith('-')
+          ? `unknown option '${command}'; a command comes first: run, mcp or demo`
+          : `unknown command '${command}'; the commands are run, mcp and demo`,
+      );
   }
 }
 
@@ -31,7 +40,7 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     if (err instanceof UsageError) {
-      process.stderr.write(`tether: ${err.message}\nRun 'tether --help' for usage.\n`);
+      process.stderr.write(err.render());
       process.exitCode = 2;
       return;
     }

@@ -1,7 +1,9 @@
-import { createRequire } from 'node:module';
-import { parseArgs } from 'node:util';
 import { serveMcpOverStdio } from '../adapters/mcp/mcp-stdio.js';
+import { MIN_OUTPUT_BUDGET_CHARS } from '../tools/tool-registry.js';
+import { parseCommandArgs } from './cli-args.js';
+import { refuseOverStdio } from './mcp-refusal.js';
 import { UsageError } from './usage.js';
+import { packageVersion, versionLine } from './version.js';
 
 /** `tether mcp --help`. */
 export const MCP_USAGE = `Usage: tether mcp [options]
@@ -17,15 +19,28 @@ Options:
   --persistent-bash        bash runs in one hidden persistent shell per client (cd and variables
                            carry over between calls) instead of a fresh shell per call
   --cwd <dir>              default working directory for commands (default: the current one)
-  --output-budget <chars>  at most this many characters per tool result (default 30000)
+  --output-budget <chars>  at most this many characters per tool result: an integer of at
+                           least ${MIN_OUTPUT_BUDGET_CHARS} (default 30000)
   -h, --help               this text
+  --version                the version
+
+A flag mistake is printed on stderr, answered to the client as the error of its first request
+(so it shows the reason rather than "Connection closed"), and the server exits 2.
 
 Client configuration (e.g. Claude Desktop, Cursor):
-  { "mcpServers": { "tether": { "command": "npx", "args": ["tether", "mcp"] } } }
+  { "mcpServers": { "tether": { "command": "npx", "args": ["-y", "tether-runtime", "mcp"] } } }
 `;
+
+const OPTIONS = {
+  'persistent-bash': { type: 'boolean' },
+  cwd: { type: 'string', example: '/path/to/project' },
+  'output-budget': { type: 'string', example: '30000' },
+} as const;
 
 /**
  * `tether mcp [options]`: runs the MCP server on stdin/stdout until the client disconnects.
+ * A flag mistake exits 2; when a client launched us (stdin is not a terminal), it is first
+ * answered to the client, which would otherwise only see the connection close.
  *
  * @example
  * ```ts
@@ -33,27 +48,30 @@ Client configuration (e.g. Claude Desktop, Cursor):
  * ```
  */
 export async function mcpCommand(args: readonly string[]): Promise<number> {
-  const { values } = parseMcpArgs(args);
-  if (values.help) {
-    process.stdout.write(MCP_USAGE);
-    return 0;
+  let flags: McpFlags;
+  try {
+    flags = parseMcpFlags(args);
+  } catch (err) {
+    if (!(err instanceof UsageError) || process.stdin.isTTY) throw err;
+    process.stderr.write(err.render());
+    await refuseOverStdio(
+      `tether mcp could not start: ${err.message}. Fix the server's args in the client's configuration ` +
+        `('tether mcp --help' lists the flags).`,
+    );
+    return 2;
   }
-  const budget = values['output-budget'];
-  const outputBudgetChars = budget === undefined ? undefined : Number(budget);
-  if (
-    outputBudgetChars !== undefined &&
-    !(Number.isSafeInteger(outputBudgetChars) && outputBudgetChars >= 2000)
-  ) {
-    throw new UsageError(`--output-budget takes an integer of at least 2000 characters, got '${budget}'`);
+  if (flags.help || flags.version) {
+    process.stdout.write(flags.help ? MCP_USAGE : versionLine());
+    return 0;
   }
   // stdout carries the protocol only: stray console output goes to stderr instead.
   const restore = routeConsoleToStderr();
   try {
     const { clean } = await serveMcpOverStdio({
-      persistentBash: values['persistent-bash'] === true,
+      persistentBash: flags.persistentBash,
       version: packageVersion(),
-      ...(values.cwd !== undefined ? { runtime: { cwd: values.cwd } } : {}),
-      ...(outputBudgetChars !== undefined ? { outputBudgetChars } : {}),
+      ...(flags.cwd !== undefined ? { runtime: { cwd: flags.cwd } } : {}),
+      ...(flags.outputBudgetChars !== undefined ? { outputBudgetChars: flags.outputBudgetChars } : {}),
     });
     return clean ? 0 : 1;
   } finally {
@@ -61,21 +79,38 @@ export async function mcpCommand(args: readonly string[]): Promise<number> {
   }
 }
 
-function parseMcpArgs(args: readonly string[]) {
-  try {
-    return parseArgs({
-      args: [...args],
-      allowPositionals: false,
-      options: {
-        'persistent-bash': { type: 'boolean' },
-        cwd: { type: 'string' },
-        'output-budget': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
+interface McpFlags {
+  readonly help: boolean;
+  readonly version: boolean;
+  readonly persistentBash: boolean;
+  readonly cwd: string | undefined;
+  readonly outputBudgetChars: number | undefined;
+}
+
+function parseMcpFlags(args: readonly string[]): McpFlags {
+  const { values } = parseCommandArgs('mcp', args, OPTIONS, 'none');
+  const help = values.help === true;
+  const version = values.version === true;
+  const budget = values['output-budget'];
+  const outputBudgetChars = budget === undefined ? undefined : Number(budget);
+  if (
+    !help &&
+    !version &&
+    outputBudgetChars !== undefined &&
+    !(Number.isSafeInteger(outputBudgetChars) && outputBudgetChars >= MIN_OUTPUT_BUDGET_CHARS)
+  ) {
+    throw new UsageError(
+      `--output-budget takes an integer of at least ${MIN_OUTPUT_BUDGET_CHARS} characters, got '${budget}'`,
+      'mcp',
+    );
   }
+  return {
+    help,
+    version,
+    persistentBash: values['persistent-bash'] === true,
+    cwd: values.cwd,
+    outputBudgetChars,
+  };
 }
 
 // console.log/info/debug write to stdout; while serving, they must not corrupt the protocol.
@@ -83,14 +118,4 @@ function routeConsoleToStderr(): () => void {
   const saved = { log: console.log, info: console.info, debug: console.debug };
   console.log = console.info = console.debug = console.error;
   return () => Object.assign(console, saved);
-}
-
-// The package's own version, found through its self-reference (works from src and dist).
-function packageVersion(): string {
-  try {
-    const pkg = createRequire(import.meta.url)('tether/package.json') as { version?: unknown };
-    return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
 }

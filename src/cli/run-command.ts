@@ -1,80 +1,119 @@
 import { constants } from 'node:os';
-import { parseArgs } from 'node:util';
 import { createRuntime } from '../runtime.js';
-import type { ShellResult } from '../shell/shell-types.js';
+import type { ShellRequest, ShellResult } from '../shell/shell-types.js';
+import { parseCommandArgs } from './cli-args.js';
 import { RUN_USAGE, UsageError } from './usage.js';
+import { versionLine } from './version.js';
 
-/** `tether run [options] -- <command...>`: one command through the runtime, result printed. */
+const OPTIONS = {
+  timeout: { type: 'string', example: '5000' },
+  cwd: { type: 'string', example: '/tmp' },
+  shell: { type: 'string', example: '/bin/sh' },
+  quiet: { type: 'boolean' },
+  json: { type: 'boolean' },
+} as const;
+
+// Signals that end `tether run` after the command's tree is killed (exit 128 + N, as a shell does).
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * `tether run [options] [--] <command...>`: a transparent runner. The command's stdout and
+ * stderr are this process's own (`stdio: 'inherit'` through `rt.shell.run`, so whatever
+ * applies to a Tether command applies here), its exit code is ours, and Tether's facts are one
+ * line on stderr (`--quiet` drops it). `--json` captures instead and prints the result.
+ *
+ * @example
+ * ```ts
+ * process.exitCode = await runCommand(['--timeout', '5000', '--', 'make test']);
+ * ```
+ */
 export async function runCommand(args: readonly string[]): Promise<number> {
-  const { values, positionals } = parseRunArgs(args);
+  const { values, positionals } = parseCommandArgs('run', args, OPTIONS, 'rest');
   if (values.help) {
     process.stdout.write(RUN_USAGE);
     return 0;
   }
-  if (positionals.length === 0) throw new UsageError('run needs a command, e.g. tether run -- echo hello');
+  if (values.version) {
+    process.stdout.write(versionLine());
+    return 0;
+  }
+  if (positionals.length === 0) {
+    throw new UsageError("needs a command, e.g. tether run -- 'echo hello'", 'run');
+  }
   const timeoutMs = values.timeout === undefined ? undefined : Number(values.timeout);
   if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-    throw new UsageError(`--timeout takes a positive number of milliseconds, got '${values.timeout}'`);
+    throw new UsageError(
+      `--timeout takes a positive number of milliseconds, e.g. --timeout 5000; got '${values.timeout}'`,
+      'run',
+    );
   }
 
   const rt = await createRuntime();
-  const cancel = new AbortController();
-  const onSigint = () => cancel.abort();
-  process.once('SIGINT', onSigint);
+  const stop = new AbortController();
+  let stoppedBy: (typeof STOP_SIGNALS)[number] | null = null;
+  // `on`, not `once`: a second Ctrl-C while the tree is being killed must not kill us first.
+  const handlers = STOP_SIGNALS.map((name) => {
+    const handler = () => {
+      stoppedBy ??= name;
+      stop.abort();
+    };
+    process.on(name, handler);
+    return [name, handler] as const;
+  });
   try {
-    const result = await rt.shell.run({
-      command: positionals.join(' '),
-      signal: cancel.signal,
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      ...(values.cwd !== undefined ? { cwd: values.cwd } : {}),
-      ...(values.shell !== undefined ? { shell: values.shell } : {}),
-    });
+    const result = await rt.shell.run(request(positionals.join(' '), values, timeoutMs, stop.signal));
     if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    else report(result);
-    return exitStatus(result);
+    else if (!values.quiet) process.stderr.write(`[tether] ${facts(result, stoppedBy)}\n`);
+    return exitStatus(result, stoppedBy);
   } finally {
-    process.off('SIGINT', onSigint);
+    for (const [name, handler] of handlers) process.off(name, handler);
     await rt.dispose();
   }
 }
 
-function parseRunArgs(args: readonly string[]) {
-  try {
-    return parseArgs({
-      args: [...args],
-      allowPositionals: true,
-      options: {
-        timeout: { type: 'string' },
-        cwd: { type: 'string' },
-        shell: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
-  }
+function request(
+  command: string,
+  values: { readonly cwd?: string; readonly shell?: string; readonly json?: true },
+  timeoutMs: number | undefined,
+  signal: AbortSignal,
+): ShellRequest {
+  return {
+    command,
+    signal,
+    // Streamed to our own stdout/stderr unless the caller wants the captured result as JSON.
+    stdio: values.json ? 'pipe' : 'inherit',
+    // K4: with --json the printed spillPath must outlive this runtime.
+    ...(values.json ? { keepSpill: true } : {}),
+    // As transparent as a runner can be: the user's TERM and colour choice, not a model's
+    // defaults. Pagers stay off (PAGER=cat): the command cannot read the terminal.
+    ...(values.json ? {} : { env: { TERM: process.env.TERM, NO_COLOR: process.env.NO_COLOR } }),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(values.cwd !== undefined ? { cwd: values.cwd } : {}),
+    ...(values.shell !== undefined ? { shell: values.shell } : {}),
+  };
 }
 
-// The output on stdout as the command printed it; the facts on stderr, one line.
-function report(result: ShellResult): void {
-  process.stdout.write(result.output);
-  const facts = [
-    result.timedOut ? 'timed out' : result.cancelled ? 'cancelled' : null,
-    result.exitCode !== null ? `exit ${result.exitCode}` : `killed by ${result.signal}`,
+// Tether's own facts, one line: how it ended, how long it took, what could not be cleaned up.
+function facts(result: ShellResult, stoppedBy: string | null): string {
+  const how = result.timedOut
+    ? 'timed out, tree killed'
+    : result.cancelled
+      ? `stopped by ${stoppedBy ?? 'cancellation'}, tree killed`
+      : result.exitCode !== null
+        ? `exit ${result.exitCode}`
+        : `killed by ${result.signal}`;
+  return [
+    how,
     `${Math.round(result.durationMs)} ms`,
-    result.spillPath ? `full output: ${result.spillPath}` : null,
-    result.spillError ? `full output not saved: ${result.spillError}` : null,
-    result.drainTimedOut ? 'a leftover process held the output open' : null,
     result.escaped ? `could not kill: ${result.escaped.join(', ')}` : null,
-  ].filter((fact) => fact !== null);
-  const newline = result.output.length > 0 && !result.output.endsWith('\n') ? '\n' : '';
-  process.stderr.write(`${newline}[tether] ${facts.join(' · ')}\n`);
+  ]
+    .filter((fact) => fact !== null)
+    .join(' · ');
 }
 
-function exitStatus(result: ShellResult): number {
+function exitStatus(result: ShellResult, stoppedBy: NodeJS.Signals | null): number {
   if (result.timedOut) return 124;
-  if (result.cancelled) return 130;
+  if (result.cancelled) return 128 + (stoppedBy ? constants.signals[stoppedBy] : constants.signals.SIGINT);
   if (result.exitCode !== null) return result.exitCode;
   const signo = result.signal ? constants.signals[result.signal as NodeJS.Signals] : undefined;
   return 128 + (signo ?? 0);

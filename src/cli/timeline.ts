@@ -38,10 +38,11 @@ export class Timeline {
     }, 100);
   }
 
+  /** Erases the spinner line (it must go while `#spinner` still says one is drawn) and stops it. */
   stopProgress(): void {
+    this.#clearSpinner();
     if (this.#spinner) clearInterval(this.#spinner);
     this.#spinner = null;
-    this.#clearSpinner();
     this.#status = null;
   }
 

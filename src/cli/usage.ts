@@ -1,33 +1,67 @@
-/** A mistake in how the CLI was called: printed with a pointer to --help, exit code 2. */
+/**
+ * A mistake in how the CLI was called: printed with a pointer to the command's `--help`, exit
+ * code 2. `command` is the subcommand (`run`, `mcp`, …), or undefined for `tether` itself.
+ *
+ * @example
+ * ```ts
+ * throw new UsageError("option '--timeout' needs a value, e.g. --timeout 5000", 'run');
+ * // tether run: option '--timeout' needs a value, e.g. --timeout 5000
+ * // Run 'tether run --help' for usage.
+ * ```
+ */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
+  readonly command: string | undefined;
+
+  constructor(message: string, command?: string) {
+    super(message);
+    this.command = command;
+  }
+
+  /** The two lines printed on stderr. */
+  render(): string {
+    const who = this.command === undefined ? 'tether' : `tether ${this.command}`;
+    return `${who}: ${this.message}\nRun '${who} --help' for usage.\n`;
+  }
 }
 
 export const USAGE = `tether: process execution for AI agents that never hangs, orphans or loses a byte.
 
 Usage:
-  tether demo [--inspect <file>]         watch two agents use jobs, a terminal and wake-ups
-  tether run [options] -- <command...>   run one shell command through the runtime
-  tether mcp [options]                   serve the tools to an MCP client over stdio
-  tether --help                          this text
+  tether run [options] [--] <command...>  run one shell command; its whole tree is killed on
+                                          timeout or Ctrl-C
+  tether mcp [options]                    serve the tools to an MCP client over stdio
+  tether reap [options]                   kill what crashed runtimes left (trees, cgroups, spills)
+  tether demo [--inspect <file>]          watch two agents use jobs, a terminal and wake-ups
+  tether --help | --version               this text | the version
 
-Run 'tether <command> --help' for a command's options.
+Every command takes --help and --version. Run 'tether <command> --help' for its options.
 `;
 
-export const RUN_USAGE = `Usage: tether run [options] -- <command...>
+export const RUN_USAGE = `Usage: tether run [options] [--] <command...>
 
-Runs <command...> (joined with spaces) with /bin/bash -c through a Tether runtime: the whole
-process tree is killed on timeout or Ctrl-C, leftovers are swept, and long output keeps its tail
-with the full output spilled to a file.
+Runs <command...> (joined with spaces) with /bin/bash -c through a Tether runtime, like a plain
+shell would: its stdout and stderr go straight to yours, live and every byte, and its exit code
+is tether's. Unlike a plain shell, the whole process tree (background children, setsid escapees)
+is killed on timeout or Ctrl-C and anything left behind when the command ends is swept.
+Options end at the first word that is not one, or at '--' (needed when the command starts
+with '-'). stdin is closed (/dev/null) and pagers are off (PAGER=cat). The environment is
+sanitized as for every Tether command: variables that look like secrets (names with KEY,
+TOKEN, SECRET, PASSWORD, AUTH, ...; values shaped like keys) and TETHER_* are removed.
 
 Options:
   --timeout <ms>    kill the command's whole tree after <ms> milliseconds
   --cwd <dir>       working directory (default: the current one)
   --shell <path>    shell used with -c (default: /bin/bash)
-  --json            print the whole result as JSON instead of the output
+  --quiet           do not print tether's one line of facts (exit, duration, …) on stderr
+  --json            capture the output instead of streaming it, and print the whole result as
+                    JSON on stdout (output tail, exitCode, timedOut, spillPath, …)
   -h, --help        this text
+  --version         the version
 
-Exit status: the command's exit code; 124 on timeout; 130 when cancelled; 128+N when killed by signal N.
+Exit status: the command's exit code; 124 on timeout; 130 on Ctrl-C (SIGINT), 143 on SIGTERM,
+129 on SIGHUP (the tree is killed first); 128+N when the command was killed by signal N;
+1 when it could not be started; 2 on a usage mistake.
 `;
 
 export const DEMO_USAGE = `Usage: tether demo [--inspect <file>]
@@ -41,6 +75,24 @@ Options:
   --inspect <file>  write every XState inspection event to <file>, one JSON object per line
                     (offline: Stately's web inspector needs a network)
   -h, --help        this text
+  --version         the version
 
 Exit status: 0 when the teardown was verified quiescent, 1 otherwise.
+`;
+
+export const REAP_USAGE = `Usage: tether reap [options]
+
+Finds the runtimes recorded in the state directory whose process is dead (killed, crashed,
+OOM-killed without dispose) and kills everything they left to verified quiescence: their
+process trees (their cgroups, or every process carrying their marker), their spill files and
+cgroups. A runtime whose process still lives is never touched.
+
+Options:
+  --state-dir <dir>  the runtimes' state directory (default: <tmpdir>/tether-state-<uid>)
+  --grace <ms>       between SIGTERM and SIGKILL (default: 2000)
+  --json             print what was reaped as JSON
+  -h, --help         this text
+
+Exit status: 0 when everything was verified dead (or nothing was left); 1 when a process could
+not be killed; 2 on a usage error.
 `;

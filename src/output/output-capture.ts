@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { SpillPool, SpillWriter } from './spill.js';
+import type { SpillRef } from './spill-retention.js';
 import { TailBuffer } from './tail-buffer.js';
 
 export interface CapturedOutput {
@@ -7,6 +8,8 @@ export interface CapturedOutput {
   readonly truncated: boolean;
   readonly spillPath?: string;
   readonly spillError?: string;
+  /** The published spill as the runtime tracks it (K4), when `adopt` was given. */
+  readonly spill?: SpillRef;
 }
 
 /**
@@ -26,6 +29,7 @@ export class OutputCapture {
   readonly #tail: TailBuffer;
   readonly #capChars: number;
   readonly #spillPool: SpillPool | null;
+  readonly #adopt: ((path: string) => SpillRef) | undefined;
   readonly #sources: Readable[] = [];
   #early: Uint8Array[] = [];
   #spill: SpillWriter | null = null;
@@ -36,8 +40,10 @@ export class OutputCapture {
     this.#resolveClosed = resolve;
   });
 
-  constructor(capChars: number, spillPool: SpillPool | null) {
+  /** `adopt` takes over a published spill (K4: retention); its ref's path is the one reported. */
+  constructor(capChars: number, spillPool: SpillPool | null, adopt?: (path: string) => SpillRef) {
     this.#capChars = capChars;
+    this.#adopt = adopt;
     this.#tail = new TailBuffer(capChars);
     this.#spillPool = spillPool;
   }
@@ -61,7 +67,9 @@ export class OutputCapture {
   async finish(): Promise<CapturedOutput> {
     if (this.#open === 0) this.#resolveClosed();
     const spill = this.#spill;
-    const spilled = spill ? await spill.finish() : null;
+    const outcome = spill ? await spill.finish() : null;
+    const ref = outcome && 'path' in outcome && this.#adopt ? this.#adopt(outcome.path) : undefined;
+    const spilled = ref ? { path: ref.path } : outcome;
     const marker = (omitted: number) =>
       `[tether: ${omitted} earlier bytes of output omitted; ${
         spilled && 'path' in spilled
@@ -83,6 +91,7 @@ export class OutputCapture {
       truncated: omittedBytes > 0,
       ...(spilled && 'path' in spilled ? { spillPath: spilled.path } : {}),
       ...(spilled && 'error' in spilled ? { spillError: spilled.error } : {}),
+      ...(ref ? { spill: ref } : {}),
     };
   }
 

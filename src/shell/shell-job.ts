@@ -1,9 +1,16 @@
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { assertArgument } from '../errors.js';
 import type { JobExit, JobHooks, JobRunContext, JobSpec } from '../jobs/job-types.js';
 import { signalProcessGroup } from '../subprocess/identity.js';
 import type { SubprocessHandle } from '../subprocess/types.js';
-import { closedWithin, NON_INTERACTIVE_ENV, type ShellDeps, validateShellRequest } from './shell-service.js';
+import {
+  closedWithin,
+  NON_INTERACTIVE_ENV,
+  resolveCwd,
+  type ShellDeps,
+  validateShellRequest,
+} from './shell-service.js';
 import type { ShellRequest } from './shell-types.js';
 
 /** How long an interrupted job may take to exit on its own before the tree kill (J7). */
@@ -21,10 +28,14 @@ const LABEL_CHARS = 120;
  */
 export function shellJobSpec(deps: ShellDeps, req: ShellRequest): JobSpec {
   validateShellRequest(req);
+  assertArgument(
+    req.stdio !== 'inherit',
+    "stdio 'inherit' is for shell.run only: a background job's output is read with jobs.read; leave stdio out",
+  );
   const { defaults } = deps;
   const spawnSpec = {
     argv: [req.shell ?? defaults.shell, '-c', req.command] as const,
-    cwd: req.cwd ?? defaults.cwd,
+    cwd: resolveCwd(defaults.cwd, req.cwd),
     stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' } as const,
     cleanupGraceMs: defaults.cleanupGraceMs,
     env: { ...NON_INTERACTIVE_ENV, ...req.env },

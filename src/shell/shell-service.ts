@@ -1,7 +1,9 @@
+import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument } from '../errors.js';
 import { OutputCapture } from '../output/output-capture.js';
 import type { SpillPool } from '../output/spill.js';
+import type { SpillRef, SpillRetention } from '../output/spill-retention.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
 import type { ShellRequest, ShellResult } from './shell-types.js';
 
@@ -19,6 +21,8 @@ export interface ShellDefaults {
 export interface ShellDeps {
   readonly provider: SubprocessProvider;
   readonly spillPool: SpillPool | null;
+  /** Who keeps published spills (K4); without it a spill file is the caller's. */
+  readonly spills?: SpillRetention | null;
   readonly defaults: ShellDefaults;
   /** Aborted when the runtime is disposed: every running command is cancelled (D2). */
   readonly lifetime: AbortSignal;
@@ -62,24 +66,51 @@ export function validateShellRequest(req: ShellRequest): void {
       `timeoutMs must be a positive finite number of milliseconds, got ${String(req.timeoutMs)}`,
     );
   }
-  if (req.cwd !== undefined) assertArgument(typeof req.cwd === 'string', 'cwd must be a string path');
+  if (req.cwd !== undefined) {
+    assertArgument(typeof req.cwd === 'string' && req.cwd !== '', 'cwd must be a non-empty string path');
+  }
   if (req.shell !== undefined) {
     assertArgument(typeof req.shell === 'string' && req.shell.length > 0, 'shell must be a non-empty path');
   }
+  if (req.stdio !== undefined) {
+    assertArgument(
+      req.stdio === 'pipe' || req.stdio === 'inherit',
+      `stdio must be 'pipe' (capture the output) or 'inherit' (this process's stdout and stderr), got ${String(req.stdio)}`,
+    );
+  }
+}
+
+/**
+ * The directory a command runs in: `cwd` as given when absolute, else resolved against the
+ * runtime's cwd (never this process's). Whether it exists is the provider's check at spawn,
+ * before anything starts (CWD_NOT_FOUND).
+ *
+ * @example
+ * ```ts
+ * resolveCwd('/repo', 'packages/a'); // '/repo/packages/a'
+ * resolveCwd('/repo', undefined);    // '/repo'
+ * ```
+ */
+export function resolveCwd(base: string, cwd: string | undefined): string {
+  return cwd === undefined ? base : resolve(base, cwd);
 }
 
 async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): Promise<ShellResult> {
   const { defaults } = deps;
+  const out = req.stdio ?? 'pipe';
   const child = await deps.provider.spawn({
     argv: [req.shell ?? defaults.shell, '-c', req.command],
-    cwd: req.cwd ?? defaults.cwd,
-    stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+    cwd: resolveCwd(defaults.cwd, req.cwd),
+    stdio: { stdin: 'ignore', stdout: out, stderr: out },
     cleanupGraceMs: defaults.cleanupGraceMs,
     env: { ...NON_INTERACTIVE_ENV, ...req.env },
   });
-  const capture = new OutputCapture(defaults.outputCapChars, deps.spillPool);
-  capture.attach(child.stdout);
-  capture.attach(child.stderr);
+  // With 'inherit' the child writes to our fds itself: nothing to capture, nothing to drain.
+  const { spills } = deps;
+  const adopt = spills ? (path: string) => spills.adopt(path, { keep: req.keepSpill === true }) : undefined;
+  const capture = out === 'pipe' ? new OutputCapture(defaults.outputCapChars, deps.spillPool, adopt) : null;
+  capture?.attach(child.stdout);
+  capture?.attach(child.stderr);
 
   // One owner for the deadline and the cancellation: aborted as soon as the leader exits.
   const stop = new AbortController();
@@ -104,21 +135,26 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
   try {
     const exit = await child.exited;
     stop.abort(SETTLED);
-    const drainTimedOut = !(await closedWithin(capture.closed, defaults.drainMs));
+    const drainTimedOut = capture !== null && !(await closedWithin(capture.closed, defaults.drainMs));
     // The shell is gone; whatever it left behind is an orphan of a one-shot command.
     const verdict = await child.kill();
-    if (drainTimedOut && !(await closedWithin(capture.closed, defaults.drainMs))) capture.detach();
-    const captured = await capture.finish();
-    return {
-      exitCode: exit.exitCode,
-      signal: exit.signal,
-      timedOut,
-      cancelled,
-      ...captured,
-      drainTimedOut,
-      ...(verdict.status === 'escaped' ? { escaped: [...verdict.escaped, ...verdict.stuck] } : {}),
-      durationMs: performance.now() - started,
-    };
+    if (capture && drainTimedOut && !(await closedWithin(capture.closed, defaults.drainMs))) capture.detach();
+    const { spill, ...captured } = capture
+      ? await capture.finish()
+      : { output: '', truncated: false, spill: undefined };
+    return withLiveSpill(
+      {
+        exitCode: exit.exitCode,
+        signal: exit.signal,
+        timedOut,
+        cancelled,
+        ...captured,
+        drainTimedOut,
+        ...(verdict.status === 'escaped' ? { escaped: [...verdict.escaped, ...verdict.stuck] } : {}),
+        durationMs: performance.now() - started,
+      },
+      spill,
+    );
   } finally {
     stop.abort(SETTLED);
     req.signal?.removeEventListener('abort', onAbort);
@@ -147,6 +183,15 @@ export async function closedWithin(closed: Promise<unknown>, ms: number): Promis
   } finally {
     clearTimeout(timer);
   }
+}
+
+// K4: a result reads its spill's state live, so it never points at a file that was removed.
+function withLiveSpill(result: ShellResult, spill: SpillRef | undefined): ShellResult {
+  if (spill === undefined) return result;
+  return Object.defineProperties(result, {
+    spillPath: { get: () => (spill.removed === null ? spill.path : undefined), enumerable: true },
+    spillRemoved: { get: () => spill.removed ?? undefined, enumerable: true },
+  });
 }
 
 function cancelledBeforeStart(started: number): ShellResult {

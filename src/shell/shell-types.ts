@@ -1,7 +1,13 @@
+import type { JobInfo } from '../jobs/job-types.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+
 /** One command for `rt.shell.run` (SPEC section 9). */
 export interface ShellRequest {
   readonly command: string;
-  /** Defaults to the runtime's cwd. Must exist: a missing directory throws CWD_NOT_FOUND. */
+  /**
+   * Defaults to the runtime's cwd; a relative path is resolved against it. Must exist: a
+   * missing directory throws CWD_NOT_FOUND before anything starts.
+   */
   readonly cwd?: string;
   /** Kill the whole tree after this many ms; the result says `timedOut`. */
   readonly timeoutMs?: number;
@@ -11,6 +17,22 @@ export interface ShellRequest {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** The shell that interprets `command` with `-c`; default `/bin/bash`. */
   readonly shell?: string;
+  /**
+   * K4: keep the spill file (if the output is spilled) after the runtime is disposed. It is then
+   * written to the spill root, outside the runtime's own spill directory, and is yours to remove.
+   * Default: the runtime removes it on dispose, or earlier when `limits.spillBudgetBytes` needs room.
+   */
+  readonly keepSpill?: boolean;
+  /**
+   * Where the command's stdout and stderr go. `'pipe'` (the default): captured into the
+   * result's `output` (the tail, the rest spilled, C2). `'inherit'`: straight to this
+   * process's own stdout and stderr (fd 1 and 2), as a plain shell would: streamed live, every
+   * byte, stdout and stderr kept apart, with the kernel's backpressure (a slow reader slows the
+   * command, nothing piles up in memory). The result's `output` is then `''`, `truncated`
+   * false and there is no spill. Only for `run`: `background` refuses it (a job's output is
+   * read with `jobs.read`).
+   */
+  readonly stdio?: 'pipe' | 'inherit';
 }
 
 /**
@@ -22,12 +44,21 @@ export interface ShellResult {
   readonly signal: string | null;
   readonly timedOut: boolean;
   readonly cancelled: boolean;
-  /** stdout and stderr interleaved in arrival order; the tail when `truncated`, after a marker line. */
+  /**
+   * stdout and stderr interleaved in arrival order; the tail when `truncated`, after a marker
+   * line. Always `''` for a request with `stdio: 'inherit'` (the output went to this process's
+   * own stdout and stderr).
+   */
   readonly output: string;
   /** Some earlier output is not in `output` (see the marker and `spillPath`). */
   readonly truncated: boolean;
-  /** The complete raw output, published only when every byte was written and synced (C2). */
-  readonly spillPath?: string;
+  /**
+   * The complete raw output, published only when every byte was written and synced (C2).
+   * Read live: `undefined` again once the runtime removed the file (then `spillRemoved` says why).
+   */
+  readonly spillPath?: string | undefined;
+  /** K4: the spill was removed — `budget` (`limits.spillBudgetBytes`) or `disposed`. */
+  readonly spillRemoved?: 'budget' | 'disposed' | undefined;
   /** Why the output could not be spilled, when it could not. */
   readonly spillError?: string;
   /** The shell exited but a leftover process held stdout/stderr open past the drain deadline. */
@@ -35,4 +66,20 @@ export interface ShellResult {
   /** Leftover processes of the tree that could not be killed (never silently dropped, S4). */
   readonly escaped?: readonly number[];
   readonly durationMs: number;
+}
+
+/** `rt.shell`: one-shot commands (SPEC section 2). */
+export interface ShellService {
+  /**
+   * Runs a command to its end; exit, timeout and cancellation are result fields (C1). With
+   * `owner` (what the `bash` tool passes), the owner must be live and the command's env gets
+   * its identity: `TETHER_SESSION_ID` and `TETHER_AGENT_ID` for an agent (S3).
+   */
+  run(req: ShellRequest, owner?: AgentOwnerToken): Promise<ShellResult>;
+  /**
+   * Starts the command as a background job of `owner` (C3) and returns its info once the
+   * registry owns it. `req.signal` is checked before anything starts; `req.timeoutMs` kills
+   * the job's tree when it passes. Its env has the owner's identity and `TETHER_JOB_ID` (S3).
+   */
+  background(owner: AgentOwnerToken, req: ShellRequest): Promise<JobInfo>;
 }

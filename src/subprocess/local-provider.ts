@@ -1,18 +1,20 @@
 import { type ChildProcess, spawn as spawnChild } from 'node:child_process';
 import { statSync } from 'node:fs';
+import { findExecutable } from '../../workers/pty-path.js';
 import { TetherError } from '../errors.js';
-import { createPtyHost, type PtyHost } from '../terminals/pty-host.js';
+import type { Containment, TreeBoundary } from './containment/containment-types.js';
+import { createMarkerContainment } from './containment/marker-containment.js';
 import { type EnvPolicy, sanitizeEnv } from './env.js';
 import { readIdentity } from './identity.js';
-import { newTreeId, TREE_MARKER_ENV } from './marker.js';
-import { markPids, type PidMark } from './pid-mark.js';
-import { killProcessTree } from './tree-kill.js';
+import { createPtyHost, type PtyHost } from './pty/pty-host.js';
 import type {
   ProcessIdentity,
   SubprocessExit,
   SubprocessHandle,
   SubprocessProvider,
   SubprocessSpawnSpec,
+  TerminalHandle,
+  TerminalSpawnSpec,
   TreeKillVerdict,
 } from './types.js';
 
@@ -24,11 +26,17 @@ export interface LocalProviderOptions {
    * first `spawnTerminal` and stops it in `dispose`; a given host is the caller's to dispose.
    */
   readonly ptyHost?: PtyHost;
+  /**
+   * The boundary every tree is started in (K1): a runtime passes its cgroup containment.
+   * Default: the env marker (S4). The containment stays the caller's to dispose.
+   */
+  readonly containment?: Containment;
 }
 
 /** The local provider: also says whether its PTY worker runs (`workers`) and stops it (`dispose`). */
 export interface LocalProvider extends SubprocessProvider {
   readonly workers: number;
+  readonly containment: Containment['mode'];
   dispose(): Promise<void>;
 }
 
@@ -52,22 +60,12 @@ export interface LocalProvider extends SubprocessProvider {
  */
 export function createLocalProvider(options: LocalProviderOptions = {}): LocalProvider {
   const host = options.ptyHost ?? createPtyHost();
+  const containment = options.containment ?? createMarkerContainment();
   return {
     name: 'local',
-    spawn: (spec) => spawnLocal(spec, options),
-    async spawnTerminal(spec) {
-      if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
-      assertDirectory(spec.cwd);
-      const { argv, cwd, cols, rows, cleanupGraceMs } = spec;
-      const env = sanitizeEnv(process.env, options.env, spec.env);
-      const session = await host.open({ argv, cwd, cols, rows, cleanupGraceMs, env });
-      if (spec.signal?.aborted) {
-        // S1: aborted while the PTY was being opened: nothing of it outlives the call.
-        await session.kill();
-        throw new TetherError('ABORTED', 'the spawn was aborted while the terminal was opening');
-      }
-      return session;
-    },
+    containment: containment.mode,
+    spawn: (spec) => spawnLocal(spec, options, containment),
+    spawnTerminal: (spec) => spawnLocalTerminal(spec, host, options, containment),
     get workers() {
       return host.alive ? 1 : 0;
     },
@@ -77,24 +75,61 @@ export function createLocalProvider(options: LocalProviderOptions = {}): LocalPr
   };
 }
 
+// The one place a local process tree starts (S1, S4): where containment hooks in before exec.
 async function spawnLocal(
   spec: SubprocessSpawnSpec,
   options: LocalProviderOptions,
+  containment: Containment,
 ): Promise<SubprocessHandle> {
   if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
   assertDirectory(spec.cwd);
-  const treeId = newTreeId();
-  const env = { ...sanitizeEnv(process.env, options.env, spec.env), [TREE_MARKER_ENV]: treeId };
-  const [file, ...args] = spec.argv;
-  const since = markPids();
-  const child = spawnChild(file, args, {
-    cwd: spec.cwd,
-    env,
-    detached: true,
-    stdio: [spec.stdio.stdin, spec.stdio.stdout, spec.stdio.stderr],
-  });
-  await started(child, file, spec.cwd);
-  return trackChild(child, { treeId, since }, spec);
+  const tree = containment.openTree(spec.argv, sanitizeEnv(process.env, options.env, spec.env));
+  const [file, ...args] = tree.argv;
+  try {
+    // Behind an entry wrapper a missing program would be the wrapper's exit 127: refuse first.
+    if (tree.program !== null) assertExecutable(tree.program, spec.cwd, tree.env.PATH);
+    const child = spawnChild(file, args, {
+      cwd: spec.cwd,
+      env: tree.env,
+      detached: true,
+      stdio: [spec.stdio.stdin, spec.stdio.stdout, spec.stdio.stderr],
+    });
+    await started(child, file, spec.cwd);
+    return trackChild(child, tree, spec);
+  } catch (err) {
+    tree.release();
+    throw err;
+  }
+}
+
+function assertExecutable(program: string, cwd: string, path: string | undefined): void {
+  if (findExecutable(program, cwd, path === undefined ? [] : [`PATH=${path}`]) === null) {
+    throw new TetherError(
+      'SPAWN_FAILED',
+      `'${program}' was not found (looked up in PATH from cwd '${cwd}'); pass an installed executable`,
+    );
+  }
+}
+
+// The one place a local terminal starts: its PTY is forked by the host worker (S1, S3).
+async function spawnLocalTerminal(
+  spec: TerminalSpawnSpec,
+  host: PtyHost,
+  options: LocalProviderOptions,
+  containment: Containment,
+): Promise<TerminalHandle> {
+  if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
+  assertDirectory(spec.cwd);
+  const { argv, cwd, cols, rows, cleanupGraceMs } = spec;
+  const env = sanitizeEnv(process.env, options.env, spec.env);
+  const boundary = containment.openTree(argv, env, { pty: true });
+  const session = await host.open({ argv, cwd, cols, rows, cleanupGraceMs, env, boundary });
+  if (spec.signal?.aborted) {
+    // S1: aborted while the PTY was being opened: nothing of it outlives the call.
+    await session.kill();
+    throw new TetherError('ABORTED', 'the spawn was aborted while the terminal was opening');
+  }
+  return session;
 }
 
 /**
@@ -139,11 +174,7 @@ function started(child: ChildProcess, file: string, cwd: string): Promise<void> 
   });
 }
 
-function trackChild(
-  child: ChildProcess,
-  tree: { readonly treeId: string; readonly since: PidMark | null },
-  spec: SubprocessSpawnSpec,
-): SubprocessHandle {
+function trackChild(child: ChildProcess, tree: TreeBoundary, spec: SubprocessSpawnSpec): SubprocessHandle {
   const { treeId } = tree;
   const pid = child.pid!;
   // The leader cannot have been reaped yet (libuv reaps on the loop), so /proc still has it.
@@ -158,11 +189,9 @@ function trackChild(
 
   let inFlight: Promise<TreeKillVerdict> | null = null;
   const kill = (): Promise<TreeKillVerdict> => {
-    inFlight ??= killProcessTree({ root: identity, ...tree }, { graceMs: spec.cleanupGraceMs }).finally(
-      () => {
-        inFlight = null;
-      },
-    );
+    inFlight ??= tree.kill(identity, { graceMs: spec.cleanupGraceMs }).finally(() => {
+      inFlight = null;
+    });
     return inFlight;
   };
 

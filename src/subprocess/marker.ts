@@ -16,6 +16,19 @@ export function newTreeId(): string {
   return `${treeIdPrefix()}${processPart}.${++sequence}`;
 }
 
+/**
+ * The prefix of this Node process's tree ids that no other process (even one reusing the pid
+ * later) shares: what the crash-recovery ledger records (K3).
+ *
+ * @example
+ * ```ts
+ * newTreeId().startsWith(processTreePrefix()); // true
+ * ```
+ */
+export function processTreePrefix(): string {
+  return `${treeIdPrefix()}${processPart}.`;
+}
+
 /** The prefix shared by every tree id this Node process hands out. */
 export function treeIdPrefix(pid: number = process.pid): string {
   return `${pid}.`;

@@ -98,6 +98,29 @@ function uncertainIn(snap: ProcSnapshot, target: TreeTarget): number[] {
     .map((s) => s.pid);
 }
 
+// Processes the marker cannot attribute but that look exactly like an escapee of this tree
+// (K2's marker-mode counterpart): no marker of any tree, leaders of a session of their own
+// (setsid), orphaned — adopted by init or by a subreaper among our ancestors, which is where an
+// orphan of our tree goes — and handed a pid after the root's spawn. `env -i setsid` + a dead
+// parent leaves nothing else to go by; such a tree is not proven dead, so it is never quiescent.
+function suspectsIn(snap: ProcSnapshot, target: TreeTarget): number[] {
+  const range = pidsSince(target.since ?? null);
+  const allocated = range === null ? null : new Set(range);
+  const rootStart = target.root.startTime ?? 0;
+  return snap.stats
+    .filter(
+      (s) =>
+        s.startTime >= rootStart &&
+        !isDeadState(s.state) &&
+        !snap.self.has(s.pid) &&
+        s.session === s.pid &&
+        (s.ppid === 1 || (snap.self.has(s.ppid) && s.ppid !== process.pid)) &&
+        (allocated === null || allocated.has(s.pid)) &&
+        !snap.marker(s.pid),
+    )
+    .map((s) => s.pid);
+}
+
 /** How often a sweep looks again at a process whose marker cannot be read yet. */
 const UNCERTAIN_RETRIES = 10;
 
@@ -148,8 +171,19 @@ export async function killProcessTree(target: TreeTarget, opts: TreeKillOptions)
         // one scan, and a process in the middle of exec shows no environ (no marker) for a
         // moment: after signalling anything, confirm with a second scan one poll later.
         emptyScans++;
-        if (sent.processes.size === 0 || emptyScans >= 2)
-          return { status: 'quiescent', proof: 'proc', killed: sent.processes.size };
+        if (sent.processes.size === 0 || emptyScans >= 2) {
+          // Never signalled (it may be anyone's); reported, so the tree is never called dead.
+          const suspects = suspectsIn(snap, target);
+          if (suspects.length === 0)
+            return { status: 'quiescent', proof: 'proc', killed: sent.processes.size };
+          return {
+            status: 'escaped',
+            proof: 'proc',
+            killed: sent.processes.size,
+            escaped: suspects,
+            stuck: [],
+          };
+        }
         await sleep(pollMs, undefined, { signal: ac.signal });
       } else {
         emptyScans = 0;

@@ -17,7 +17,8 @@ import type {
 
 /** Default characters of text one tool result may take. */
 export const DEFAULT_OUTPUT_BUDGET_CHARS = 30_000;
-const MIN_OUTPUT_BUDGET_CHARS = 2_000;
+/** The smallest `outputBudgetChars` a registry accepts: room for a failure text and a notice. */
+export const MIN_OUTPUT_BUDGET_CHARS = 2_000;
 
 /**
  * Creates the model tools over a runtime (SPEC section 8): `bash`, `job_list`, `job_read`,
@@ -86,7 +87,7 @@ export function createToolRegistry(rt: ToolRuntime, opts: ToolRegistryOptions = 
           );
         }
         if (callOpts.signal?.aborted)
-          return failure('ABORTED', `the ${name} call was cancelled before it ran`);
+          return failure('ABORTED', `the ${name} call was cancelled before it ran`, 'Nothing was started.');
         const ctx: ToolContext = {
           rt,
           owner,
@@ -98,7 +99,7 @@ export function createToolRegistry(rt: ToolRuntime, opts: ToolRegistryOptions = 
         const out = await tool.run(ctx, checked.args);
         return { ok: true, text: fitBudget(out.text, budget), data: out.data };
       } catch (err) {
-        return errorResult(err);
+        return errorResult(err, { tool: String(name), args });
       }
     },
   };

@@ -135,6 +135,6 @@ describe('tether mcp (stdio, SDK client)', () => {
     expect(help.stdout).toContain('notifications/message');
     const bad = spawnSync(process.execPath, [cli, 'mcp', '--nope'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toContain("Unknown option '--nope'");
+    expect(bad.stderr).toContain("tether mcp: unknown option '--nope'\nRun 'tether mcp --help' for usage.");
   });
 });

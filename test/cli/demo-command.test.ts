@@ -18,18 +18,20 @@ describe('tether demo', () => {
     });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/kill job_\S+: requested/);
+    expect(r.stdout).toMatch(/kill job_\S+ → requested/);
     expect(r.stdout).toMatch(/is killed \(cancel requested: true\)/);
-    expect(r.stdout).toContain('waitReason stdin_read');
+    expect(r.stdout).toContain('→ waitReason stdin_read');
     expect(r.stdout).toContain('you said: y');
-    expect(r.stdout).toMatch(/woken by a completion notice .* failed \(exit 1\)/);
-    expect(r.stdout).toContain('succeeded (exit 0)');
-    expect(r.stdout).toContain('→ session_exit; turn ends');
     expect(r.stdout).toMatch(
-      /bob .*woken by a completion notice \(turn \d\): .*terminal term_\S+ ended on its own \(exit 0\)/,
+      /alice +woken by a notice \(turn \d, wake 1 of 3\): .* failed \(exit 1, the deliberate failure\)/,
+    );
+    expect(r.stdout).toContain('succeeded (exit 0)');
+    expect(r.stdout).toContain('waitReason session_exit (the shell ended); turn ends');
+    expect(r.stdout).toMatch(
+      /bob +woken by a notice \(turn \d, wake \d of 3\): .*terminal term_\S+ ended on its own \(exit 0\)/,
     );
     expect(r.stdout).toContain(
-      '0 processes alive, 0 worker threads, 0 timers, 0 waiters, 0 turns → verified quiescent',
+      '0 processes alive, 0 worker threads, 0 timers, 0 waiters, 0 turns → verified quiescent (nothing the runtime started',
     );
     const events = readFileSync(log, 'utf8')
       .trim()
@@ -41,12 +43,43 @@ describe('tether demo', () => {
     expect(readFileSync(log, 'utf8')).not.toMatch(/AgentOwnerToken/); // O1: tokens never in events
   });
 
+  it('reads for a newcomer: labels are what runs, deliberate failures say so, each idea glossed once', () => {
+    const r = spawnSync(process.execPath, [cli, 'demo'], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(0);
+    const out = r.stdout;
+    // Each job is named by what it runs, at its start and in its notice.
+    for (const command of [
+      'sleep 1.5; echo build ok',
+      'sleep 1; echo 2 tests failed; exit 1',
+      'while :; do sleep 1; done',
+    ]) {
+      expect(out).toMatch(
+        new RegExp(`started job job_\\S+ "${command.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"`),
+      );
+      expect(out).toContain(`job "${command}"`);
+    }
+    expect(out).toContain('(stands in for the tests; fails on purpose)');
+    expect(out).toContain('(false fails on purpose: execute returns the exit code)');
+    // One gloss per idea, right after its first appearance.
+    const lines = out.split('\n');
+    const glossAt = (text: string) => lines.flatMap((line, i) => (line.includes(text) ? [i] : []));
+    const stdinGloss = glossAt('stdin_read = proven from /proc');
+    expect(stdinGloss).toHaveLength(1);
+    expect(lines[stdinGloss[0]! - 1]).toContain('→ waitReason stdin_read');
+    const wakeGloss = glossAt('wake budget = an idle agent is woken by at most 3 notices in a row');
+    expect(wakeGloss).toHaveLength(1);
+    expect(lines[wakeGloss[0]! - 1]).toMatch(/woken by a notice \(turn \d, wake 1 of 3\)/);
+    expect(
+      glossAt('verified quiescent (nothing the runtime started is left running or pending)'),
+    ).toHaveLength(1);
+  });
+
   it('--help and bad flags', () => {
     const help = spawnSync(process.execPath, [cli, 'demo', '--help'], { encoding: 'utf8' });
     expect(help.status).toBe(0);
     expect(help.stdout).toContain('Usage: tether demo');
     const bad = spawnSync(process.execPath, [cli, 'demo', '--nope'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toContain("Unknown option '--nope'");
+    expect(bad.stderr).toBe("tether demo: unknown option '--nope'\nRun 'tether demo --help' for usage.\n");
   });
 });

@@ -1,6 +1,7 @@
-import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EventFromLogic, type InspectionEvent, type SnapshotFrom, transition } from 'xstate';
 import { terminalMachine } from '../../machines/terminal.js';
@@ -222,7 +223,19 @@ describe('machines/terminal driven for real (every edge, real snapshot = model s
   });
 
   // The command a BEGIN starts: it waits for the test to write what it does next into ./go.
-  const gated = 'until [ -s go ]; do sleep 0.05; done; c=$(cat go); rm -f go; eval "$c"';
+  // It first marks ./started, so the test knows the input was written and runs (the send or
+  // execute may first wait for a fresh shell's prompt: a CLOSE before the write would fail it
+  // TERMINAL_CLOSED instead of ending it with the session).
+  const gated = ': > started; until [ -s go ]; do sleep 0.05; done; c=$(cat go); rm -f go; eval "$c"';
+  // Resolves once the gated command runs (or the call ended first: its result then fails the run).
+  const running = async (dir: string, result: Promise<unknown>) => {
+    let settled = false;
+    void result.then(() => {
+      settled = true;
+    });
+    while (!existsSync(join(dir, 'started')) && !settled) await sleep(20);
+    rmSync(join(dir, 'started'), { force: true });
+  };
   const runs = drivablePaths();
   it.each(runs.map((d) => [d.path.map((s) => nameOf(s.event)).join(' → '), d] as const))(
     'T2, T4, T5, T7: %s',
@@ -264,6 +277,7 @@ describe('machines/terminal driven for real (every edge, real snapshot = model s
             };
             const busy = await rt.terminals.send(owner, id!, 'x').catch((e: TetherError) => e.code);
             expect(busy).toBe('TERMINAL_BUSY'); // T2
+            await running(dir, inFlight.result);
           } else if (event.type === 'END') {
             if (path[k - 1]?.event.type !== 'SHELL_RESET') go('true');
             const r = await inFlight!.result;

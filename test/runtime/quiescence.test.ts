@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync, watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -31,6 +31,10 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 describe('D3 quiescence, seen by the platform', () => {
   it('D3: timers, threads, fds and handles in use while working are all gone after dispose (stats().timers counts terminal timers)', async () => {
     const spillDir = mkdtempSync(join(tmpdir(), 'tether-d3-'));
+    // libuv opens one inotify fd per loop on the first fs.watch and keeps it until the loop
+    // closes (src/unix/linux.c, uv__inotify_fd); cgroup containment watches cgroup.events, so
+    // that fd is made part of the baseline here, not counted as the runtime's.
+    watch(spillDir, { persistent: false }).close();
     await settle();
     const before = { resources: resources(), threads: threadCount(), fds: fds() };
     const rt = await createRuntime({ spillDir, limits: { cleanupGraceMs: 200, outputCapChars: 1_000 } });

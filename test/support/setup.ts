@@ -1,14 +1,40 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, expect } from 'vitest';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { enterLeakCgroup } from './leak-cgroup.js';
 
-// After every test: no process tagged by this test process is alive (zombies count as dead).
+// The cgroup oracle: every process this test process started, marker or not, is in it.
+const leakCgroup = enterLeakCgroup();
+
+// After every test: nothing this test started is alive (zombies count as dead). First the
+// cgroup oracle (it sees what the env marker cannot: `env -i setsid`), then the marker check.
 afterEach(async () => {
-  let alive = listTaggedProcesses(treeIdPrefix());
+  const look = () => ({
+    inCgroup: leakCgroup?.leaked() ?? [],
+    tagged: listTaggedProcesses(treeIdPrefix()),
+  });
+  let alive = look();
   // A tree the test just finished with may take a moment to be reaped by its parent.
-  for (let i = 0; i < 50 && alive.length > 0; i++) {
+  for (let i = 0; i < 50 && alive.inCgroup.length + alive.tagged.length > 0; i++) {
     await new Promise((resolve) => setTimeout(resolve, 20));
-    alive = listTaggedProcesses(treeIdPrefix());
+    alive = look();
   }
-  expect(alive, 'tagged processes left alive by this test').toEqual([]);
+  const described = alive.inCgroup.map(describeProcess);
+  // The leak is this test's: kill it so the next test starts clean, then fail.
+  for (const pid of new Set([...alive.inCgroup, ...alive.tagged])) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {}
+  }
+  expect(described, `processes left alive by this test in its cgroup ${leakCgroup?.dir}`).toEqual([]);
+  expect(alive.tagged, 'tagged processes left alive by this test').toEqual([]);
 });
+
+function describeProcess(pid: number): string {
+  try {
+    return `${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()}`;
+  } catch {
+    return String(pid);
+  }
+}

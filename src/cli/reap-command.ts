@@ -1,0 +1,76 @@
+import { parseArgs } from 'node:util';
+import { type RecoveredRuntime, reapDeadRuntimes } from '../subprocess/containment/reaper.js';
+import { defaultStateDir } from '../subprocess/containment/runtime-boundary.js';
+import { REAP_USAGE, UsageError } from './usage.js';
+
+/**
+ * `tether reap [--state-dir <dir>] [--grace <ms>] [--json]` (K3): kills what dead runtimes of the
+ * state directory left — trees, cgroups, spills — and says what it did. Exit 0 when everything
+ * was verified dead (or there was nothing), 1 when a process could not be killed.
+ *
+ * @example
+ * ```ts
+ * process.exitCode = await reapCommand(['--state-dir', '/tmp/tether-state-0']);
+ * ```
+ */
+export async function reapCommand(args: readonly string[]): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(args);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const { values } = parsed;
+  if (values.help) {
+    process.stdout.write(REAP_USAGE);
+    return 0;
+  }
+  const graceMs = values.grace === undefined ? 2000 : Number(values.grace);
+  if (!(Number.isSafeInteger(graceMs) && graceMs >= 0)) {
+    throw new UsageError(`--grace takes a non-negative integer of milliseconds, got '${values.grace}'`);
+  }
+  const stateDir = values['state-dir'] ?? defaultStateDir();
+  const reaped = await reapDeadRuntimes(stateDir, { graceMs });
+  if (values.json) process.stdout.write(`${JSON.stringify({ stateDir, reaped }, null, 2)}\n`);
+  else process.stdout.write(summary(stateDir, reaped));
+  return reaped.some((r) => r.escaped.length > 0) ? 1 : 0;
+}
+
+function parse(args: readonly string[]) {
+  return parseArgs({
+    args: [...args],
+    options: {
+      'state-dir': { type: 'string' },
+      grace: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+}
+
+/**
+ * The person-readable report of a reap.
+ *
+ * @example
+ * ```ts
+ * process.stdout.write(summary('/tmp/tether-state-0', []));
+ * ```
+ */
+export function summary(stateDir: string, reaped: readonly RecoveredRuntime[]): string {
+  if (reaped.length === 0) return `tether reap: nothing to reap (no dead runtime in ${stateDir})\n`;
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : word.endsWith('s') ? 'es' : 's'}`;
+  const lines = [`tether reap: ${plural(reaped.length, 'dead runtime')} in ${stateDir}`];
+  for (const r of reaped) {
+    const parts = [
+      `${plural(r.killed, 'process')} killed`,
+      `${plural(r.spillFiles, 'spill file')} removed`,
+      ...(r.cgroup !== null ? [`cgroup ${r.cgroup} removed`] : []),
+    ];
+    const fate =
+      r.escaped.length === 0 ? `verified dead (proof ${r.proof})` : `COULD NOT KILL ${r.escaped.join(', ')}`;
+    lines.push(`  runtime ${r.runtimeId} (pid ${r.pid}, ${r.containment}): ${parts.join(', ')}; ${fate}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

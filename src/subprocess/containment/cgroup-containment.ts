@@ -1,0 +1,125 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { TetherError } from '../../errors.js';
+import { newTreeId, TREE_MARKER_ENV } from '../marker.js';
+import { markPids } from '../pid-mark.js';
+import { killProcessTree } from '../tree-kill.js';
+import type { TreeKillVerdict } from '../types.js';
+import { CGROUP_PROCS_ENV, entersThroughBashEnv, installBashEntry, SH_ENTRY_SCRIPT } from './cgroup-entry.js';
+import { cgroupPids, killCgroup, removeCgroup, subgroups } from './cgroup-fs.js';
+import { type CgroupTree, killCgroupTree } from './cgroup-tree-kill.js';
+import { waitUnpopulated } from './cgroup-watch.js';
+import type { Containment, TreeBoundary } from './containment-types.js';
+
+export interface CgroupContainmentOptions {
+  /** The cgroup v2 mount point (from `probeCgroup`). */
+  readonly mount: string;
+  /** The runtime's own cgroup directory, to be created (named after the runtime, K3). */
+  readonly dir: string;
+  /** Where the `BASH_ENV` entry file is kept. */
+  readonly stateDir: string;
+}
+
+/**
+ * Cgroup containment (K1, K2): one cgroup per runtime (`dir`), one per tree below it
+ * (`t<n>`). Every leader writes itself into its tree's cgroup before it execs the caller's
+ * program — a `bash -c` through `BASH_ENV`, anything else through a `sh` wrapper — so not
+ * even its first fork is outside. Kill is `cgroup.kill`, dead is `populated 0`.
+ *
+ * @example
+ * ```ts
+ * const probe = probeCgroup();
+ * if (probe.ok) {
+ *   const c = createCgroupContainment({ mount: probe.mount, dir: `${probe.self}/tether-1`, stateDir });
+ *   const tree = c.openTree(['/bin/bash', '-c', 'sleep 1 &'], env);
+ *   await c.dispose();
+ * }
+ * ```
+ */
+export function createCgroupContainment(opts: CgroupContainmentOptions): Containment {
+  const { mount, dir } = opts;
+  try {
+    mkdirSync(dir);
+  } catch (err) {
+    throw new TetherError(
+      'CONTAINMENT_UNAVAILABLE',
+      `could not create the runtime's cgroup ${dir}: ${(err as Error).message}; use containment: 'marker' or a delegated cgroup`,
+      { cause: err },
+    );
+  }
+  if (!existsSync(join(dir, 'cgroup.kill'))) {
+    removeCgroup(dir);
+    throw new TetherError(
+      'CONTAINMENT_UNAVAILABLE',
+      `the cgroup ${dir} has no cgroup.kill (Linux 5.14 or later is needed); use containment: 'marker'`,
+    );
+  }
+  const bashEnv = installBashEntry(opts.stateDir);
+  // One stat per spawn: a startup file someone deleted is written again, never skipped.
+  const entryFile = () => (existsSync(bashEnv) ? bashEnv : installBashEntry(opts.stateDir));
+  const open = new Map<string, CgroupTree>();
+  let next = 0;
+  let disposing: Promise<void> | null = null;
+
+  const openTree: Containment['openTree'] = (argv, env, o = {}) => {
+    if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+    const treeDir = join(dir, `t${++next}`);
+    mkdirSync(treeDir);
+    const tree: CgroupTree = { dir: treeDir, path: `/${relative(mount, treeDir)}` };
+    open.set(treeDir, tree);
+    const treeId = newTreeId();
+    const since = markPids();
+    const procs = join(treeDir, 'cgroup.procs');
+    const bash = !o.pty && entersThroughBashEnv(argv, env);
+    let inFlight: Promise<TreeKillVerdict> | null = null;
+    const boundary: TreeBoundary = {
+      treeId,
+      argv: bash ? argv : ['/bin/sh', '-c', SH_ENTRY_SCRIPT, procs, ...argv],
+      env: {
+        ...env,
+        [TREE_MARKER_ENV]: treeId,
+        ...(bash ? { BASH_ENV: entryFile(), [CGROUP_PROCS_ENV]: procs } : {}),
+      },
+      program: bash ? null : argv[0],
+      kill(leader, killOpts) {
+        inFlight ??= killCgroupTree(tree, leader, killOpts, () =>
+          killProcessTree({ root: leader, treeId, since }, { graceMs: killOpts.graceMs }),
+        ).then((verdict) => {
+          inFlight = null;
+          if (verdict.status === 'quiescent') open.delete(treeDir);
+          return verdict;
+        });
+        return inFlight;
+      },
+      release() {
+        removeCgroup(treeDir);
+        open.delete(treeDir);
+      },
+    };
+    return boundary;
+  };
+
+  return {
+    mode: 'cgroup',
+    cgroup: dir,
+    openTree,
+    get trees() {
+      return open.size;
+    },
+    dispose() {
+      disposing ??= (async () => {
+        // Normally empty: every tree was killed by its owner. Whatever is left goes now.
+        await Promise.all(
+          subgroups(dir).map(async (tree) => {
+            if (cgroupPids(tree).length > 0) killCgroup(tree);
+            await waitUnpopulated(tree, 2000);
+            removeCgroup(tree);
+          }),
+        );
+        open.clear();
+        removeCgroup(dir);
+      })();
+      return disposing;
+    },
+  };
+}

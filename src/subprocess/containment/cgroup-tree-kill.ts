@@ -1,0 +1,67 @@
+import { isSameLiveProcess, signalIdentity } from '../identity.js';
+import { readProcStat } from '../proc.js';
+import type { ProcessIdentity, TreeKillVerdict } from '../types.js';
+import { cgroupOf, cgroupPids, isPopulated, killCgroup, removeCgroup } from './cgroup-fs.js';
+import { waitUnpopulated } from './cgroup-watch.js';
+import type { BoundaryKillOptions } from './containment-types.js';
+
+/** One tree's cgroup: its directory, and its path as /proc/<pid>/cgroup shows it. */
+export interface CgroupTree {
+  readonly dir: string;
+  readonly path: string;
+}
+
+/**
+ * Kills the tree in cgroup `tree` (K1, K2): SIGTERM (and SIGCONT) to every process in it,
+ * wait until `populated 0` or the grace passed, then `cgroup.kill` and wait again; the cgroup
+ * is removed once it is empty. Nothing can fork its way out in between: a fork lands in the
+ * same cgroup, and `cgroup.kill` takes forks in flight too. `quiescent` (proof `cgroup`) only
+ * when the kernel says the cgroup is empty.
+ *
+ * A leader that is alive but not inside (it has not reached its entry yet, or something made
+ * it skip the entry) has run nothing of the caller's program in the cgroup, so `outside` — the
+ * marker kill — handles it; its verdict is then the one returned (proof `proc`).
+ *
+ * @example
+ * ```ts
+ * const verdict = await killCgroupTree(tree, leader, { graceMs: 2000 }, () => markerKill());
+ * ```
+ */
+export async function killCgroupTree(
+  tree: CgroupTree,
+  leader: ProcessIdentity,
+  opts: BoundaryKillOptions,
+  outside: () => Promise<TreeKillVerdict>,
+): Promise<TreeKillVerdict> {
+  let fallback: TreeKillVerdict | null = null;
+  if (leader.pid > 0 && isSameLiveProcess(leader) && cgroupOf(leader.pid) !== tree.path) {
+    fallback = await outside();
+  }
+  const killed = new Set<number>();
+  let left: number[] = [];
+  if (isPopulated(tree.dir)) {
+    for (const pid of cgroupPids(tree.dir)) {
+      const stat = readProcStat(pid);
+      if (stat === null) continue;
+      const id = { pid, startTime: stat.startTime };
+      if (signalIdentity(id, 'SIGTERM')) killed.add(pid);
+      if (stat.state === 'T' || stat.state === 't') signalIdentity(id, 'SIGCONT');
+    }
+    if (!(await waitUnpopulated(tree.dir, opts.graceMs))) {
+      for (const pid of cgroupPids(tree.dir)) killed.add(pid);
+      killCgroup(tree.dir);
+      if (!(await waitUnpopulated(tree.dir, opts.killDeadlineMs ?? 2000))) left = cgroupPids(tree.dir);
+    }
+  }
+  if (left.length === 0) removeCgroup(tree.dir);
+  const count = killed.size + (fallback?.killed ?? 0);
+  const proof = fallback === null ? 'cgroup' : fallback.proof;
+  const stuck = left.filter((pid) => readProcStat(pid)?.state === 'D');
+  const escaped = left.filter((pid) => !stuck.includes(pid));
+  if (fallback?.status === 'escaped') {
+    escaped.push(...fallback.escaped);
+    stuck.push(...fallback.stuck);
+  }
+  if (escaped.length + stuck.length === 0) return { status: 'quiescent', proof, killed: count };
+  return { status: 'escaped', proof, killed: count, escaped, stuck };
+}

@@ -1,0 +1,94 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readIdentity } from '../identity.js';
+import { processTreePrefix } from '../marker.js';
+import { type ContainmentRequest, createContainment } from './containment.js';
+import type { Containment } from './containment-types.js';
+import { processScope, removeRuntimeRecord, writeRuntimeRecord } from './ledger.js';
+import { type RecoveredRuntime, reapDeadRuntimes } from './reaper.js';
+
+/** Everything a runtime's containment consists of, made in `createRuntime` (K1, K3). */
+export interface RuntimeBoundary {
+  readonly runtimeId: string;
+  readonly containment: Containment;
+  /** The runtime's own spill directory (below the spill root), or `null` when it never spills. */
+  readonly spillDir: string | null;
+  /** What the reap at start found of dead runtimes of the same state directory. */
+  readonly recovered: readonly RecoveredRuntime[];
+  /** After every tree is dead: removes the cgroup and the ledger record. */
+  close(): Promise<void>;
+}
+
+export interface RuntimeBoundaryOptions {
+  readonly containment: ContainmentRequest;
+  readonly stateDir: string;
+  /** The spill root, or `false`. */
+  readonly spillRoot: string | false;
+  readonly graceMs: number;
+}
+
+let runtimes = 0;
+
+/**
+ * The default state directory (K3): one per user, in the temp dir — the ledger only has to
+ * outlive a crashed process, never a reboot (a reboot ends every tree anyway).
+ *
+ * @example
+ * ```ts
+ * defaultStateDir(); // '/tmp/tether-state-0'
+ * ```
+ */
+export function defaultStateDir(): string {
+  return join(tmpdir(), `tether-state-${process.getuid?.() ?? 'user'}`);
+}
+
+/**
+ * Reaps the dead runtimes of the state directory, opens this runtime's containment, and
+ * records it (synced) before anything is spawned (K3).
+ *
+ * @example
+ * ```ts
+ * const boundary = await openRuntimeBoundary({ containment: 'auto', stateDir, spillRoot, graceMs: 2000 });
+ * // ... the runtime runs; every tree was killed ...
+ * await boundary.close();
+ * ```
+ */
+export async function openRuntimeBoundary(opts: RuntimeBoundaryOptions): Promise<RuntimeBoundary> {
+  const self = readIdentity(process.pid);
+  const runtimeId = `${process.pid}-${self?.startTime ?? 'x'}-${++runtimes}`;
+  const recovered = await reapDeadRuntimes(opts.stateDir, { graceMs: opts.graceMs });
+  const containment = createContainment({
+    request: opts.containment,
+    runtimeId,
+    stateDir: opts.stateDir,
+  });
+  const spillDir = opts.spillRoot === false ? null : join(opts.spillRoot, `tether-${runtimeId}`);
+  let record: string;
+  try {
+    record = writeRuntimeRecord(opts.stateDir, {
+      version: 1,
+      runtimeId,
+      pid: process.pid,
+      startTime: self?.startTime ?? null,
+      ...processScope(),
+      containment: containment.mode,
+      cgroup: containment.cgroup,
+      markerPrefix: processTreePrefix(),
+      spillDir,
+      startedAt: Date.now(),
+    });
+  } catch (err) {
+    await containment.dispose();
+    throw err;
+  }
+  return {
+    runtimeId,
+    containment,
+    spillDir,
+    recovered,
+    async close() {
+      await containment.dispose();
+      removeRuntimeRecord(record);
+    },
+  };
+}
