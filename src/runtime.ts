@@ -259,7 +259,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         spills: { files: spills?.files ?? 0, bytes: spills?.bytes ?? 0 },
         processes: hasProcfs() ? listTaggedProcesses(treeIdPrefix()).length : null,
         workers: (spillPool?.threads ?? 0) + providerWorkers,
-        timers: j.timers + a.timers,
+        timers: j.timers + t.timers + a.timers,
         waiters:
           j.waiters +
           j.starting +

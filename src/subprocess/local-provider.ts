@@ -123,7 +123,13 @@ async function spawnLocalTerminal(
   const { argv, cwd, cols, rows, cleanupGraceMs } = spec;
   const env = sanitizeEnv(process.env, options.env, spec.env);
   const boundary = containment.openTree(argv, env, { pty: true });
-  return host.open({ argv, cwd, cols, rows, cleanupGraceMs, env, boundary });
+  const session = await host.open({ argv, cwd, cols, rows, cleanupGraceMs, env, boundary });
+  if (spec.signal?.aborted) {
+    // S1: aborted while the PTY was being opened: nothing of it outlives the call.
+    await session.kill();
+    throw new TetherError('ABORTED', 'the spawn was aborted while the terminal was opening');
+  }
+  return session;
 }
 
 /**
@@ -190,7 +196,11 @@ function trackChild(child: ChildProcess, tree: TreeBoundary, spec: SubprocessSpa
   };
 
   const signal = spec.signal;
-  if (signal) {
+  if (signal?.aborted) {
+    // S1: aborted while the spawn was in flight (after the fork): an 'abort' listener added
+    // now would never fire, so the tree is killed at once.
+    void kill();
+  } else if (signal) {
     const onAbort = () => void kill();
     signal.addEventListener('abort', onAbort, { once: true });
     void exited.then(() => signal.removeEventListener('abort', onAbort));

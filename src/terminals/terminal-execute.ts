@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument, TetherError } from '../errors.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { TerminalHandle } from '../subprocess/types.js';
@@ -7,6 +6,7 @@ import { ExecutionCapture } from './execution-capture.js';
 import { executeLine } from './shell-protocol.js';
 import { FIRST_PROMPT_WAIT_MS } from './terminal-record.js';
 import type { TerminalTable } from './terminal-table.js';
+import { TimerCount } from './terminal-timers.js';
 import type { TerminalCommandResult } from './terminal-types.js';
 
 /** After Ctrl-C on timeout, how long the shell has to print its prompt again before it is replaced. */
@@ -59,13 +59,22 @@ export async function executeCommand(
     record.executing = true;
     try {
       const from = record.output.end;
-      await record.shellReady(FIRST_PROMPT_WAIT_MS);
+      await record.shellReady(FIRST_PROMPT_WAIT_MS, table.timers);
       const result = await executeInTerminal(
         {
           pty: record.pty,
           resetShell: async () => {
             await record.pty.kill();
-            record.replacePty(await record.provider.spawnTerminal(record.spec));
+            // T4: a terminal closed while its command ran is not given a new shell (it
+            // would outlive the close); execute then fails TERMINAL_CLOSED.
+            const ended = () => !record.actor.getSnapshot().matches('busy');
+            if (ended()) throw closedWhileExecuting(record.id);
+            const fresh = await record.provider.spawnTerminal(record.spec);
+            if (ended()) {
+              await fresh.kill();
+              throw closedWhileExecuting(record.id);
+            }
+            record.replacePty(fresh);
             record.actor.send({ type: 'SHELL_RESET' });
             table.watchExit(record);
           },
@@ -74,6 +83,7 @@ export async function executeCommand(
         command,
         timeoutMs,
         opts.signal,
+        table.timers,
       );
       record.output.read(from, Number.MAX_SAFE_INTEGER); // what execute covered is consumed
       return result;
@@ -101,6 +111,7 @@ export async function executeInTerminal(
   command: string,
   timeoutMs: number,
   signal?: AbortSignal,
+  count: TimerCount = new TimerCount(),
 ): Promise<TerminalCommandResult> {
   if (signal?.aborted) throw abortedError();
   const pty = target.pty;
@@ -111,11 +122,11 @@ export async function executeInTerminal(
   const endEcho = target.expectEcho?.(capture.nonce, line, command);
   try {
     await pty.write(line);
-    const ended = await race(capture, pty, timeoutMs, timers.signal, signal);
+    const ended = await race(capture, pty, timeoutMs, count, timers.signal, signal);
     if (ended === 'finished') return finished(capture, false);
     if (ended === 'timeout' || ended === 'aborted') {
       pty.signal('SIGINT', 'foreground');
-      if ((await race(capture, pty, INTERRUPT_GRACE_MS, timers.signal)) === 'finished') {
+      if ((await race(capture, pty, INTERRUPT_GRACE_MS, count, timers.signal)) === 'finished') {
         if (ended === 'aborted') throw abortedError();
         return finished(capture, true);
       }
@@ -151,6 +162,7 @@ async function race(
   capture: ExecutionCapture,
   pty: TerminalHandle,
   ms: number,
+  count: TimerCount,
   stop: AbortSignal,
   caller?: AbortSignal,
 ): Promise<'finished' | 'exited' | 'timeout' | 'aborted'> {
@@ -166,7 +178,7 @@ async function race(
     return await Promise.race([
       capture.finished().then(() => (capture.result ? ('finished' as const) : ('exited' as const))),
       pty.exited.then(() => (capture.result ? ('finished' as const) : ('exited' as const))),
-      sleep(ms, 'timeout' as const, { signal: deadline.signal }).catch(() => 'timeout' as const),
+      count.sleep(ms, 'timeout' as const, { signal: deadline.signal }).catch(() => 'timeout' as const),
       aborted,
     ]);
   } finally {
@@ -174,4 +186,11 @@ async function race(
     stop.removeEventListener('abort', onStop);
     if (onCaller) caller?.removeEventListener('abort', onCaller);
   }
+}
+
+function closedWhileExecuting(id: string): TetherError {
+  return new TetherError(
+    'TERMINAL_CLOSED',
+    `terminal '${id}' was closed while its command ran; open a new one`,
+  );
 }

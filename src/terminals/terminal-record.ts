@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Actor } from 'xstate';
 import type { terminalMachine } from '../../machines/terminal.js';
 import { RetainedOutput } from '../output/retained-output.js';
@@ -6,6 +5,7 @@ import type { SubprocessProvider, TerminalHandle, TerminalSpawnSpec } from '../s
 import { MarkerFilter } from './marker-filter.js';
 import { ScreenTail } from './screen.js';
 import { PROMPT_MARKER } from './shell-protocol.js';
+import { TimerCount } from './terminal-timers.js';
 import type { TerminalExit, TerminalInfo } from './terminal-types.js';
 
 /**
@@ -124,14 +124,14 @@ export class TerminalRecord {
    * typed before bash set up its line editor is echoed twice and read half-ready, so the first
    * send or execute of a fresh shell waits for it. Immediate afterwards, and for other shells.
    */
-  async shellReady(boundMs: number): Promise<void> {
+  async shellReady(boundMs: number, timers: TimerCount = new TimerCount()): Promise<void> {
     if (this.#prompted === null) return;
     const stop = new AbortController();
     try {
       await Promise.race([
         this.#prompted,
         this.#pty.exited,
-        sleep(boundMs, undefined, { signal: stop.signal }).catch(() => {}),
+        timers.sleep(boundMs, undefined, { signal: stop.signal }).catch(() => {}),
       ]);
     } finally {
       stop.abort();

@@ -1,9 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument, TetherError } from '../errors.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { InputProbe, TerminalHandle } from '../subprocess/types.js';
 import { FIRST_PROMPT_WAIT_MS } from './terminal-record.js';
 import type { TerminalTable } from './terminal-table.js';
+import { TimerCount } from './terminal-timers.js';
 import {
   TERMINAL_SIGNALS,
   type TerminalSendResult,
@@ -61,12 +61,12 @@ export async function sendToTerminal(
   );
   return table.withTurn(record, 'send', async () => {
     const from = record.output.end; // the first prompt, if this waits for it, is output of this send
-    await record.shellReady(FIRST_PROMPT_WAIT_MS);
+    await record.shellReady(FIRST_PROMPT_WAIT_MS, table.timers);
     const startedAt = performance.now();
     const pty = record.pty;
     const before = await proofBeforeInput(pty);
     await pty.write(input);
-    const waitReason = await waitForReason(pty, before, { settleMs, timeoutMs, startedAt });
+    const waitReason = await waitForReason(pty, before, { settleMs, timeoutMs, startedAt }, table.timers);
     const page = record.output.read(from, Number.MAX_SAFE_INTEGER);
     return { output: page.text, cursor: page.cursor, lossy: page.lossy, waitReason };
   });
@@ -115,40 +115,49 @@ export function proofBeforeInput(pty: TerminalHandle): Promise<InputProbe> {
  * Waits after the input was fully written until it is sensible to think again (T5): the
  * session ended, the foreground group provably waits for input on this terminal (T6), the
  * output was silent for `settleMs` (counted from the write, never from before it), or the
- * total deadline passed. Every timer it arms is cancelled when it returns.
+ * total deadline passed. Every timer it arms is cancelled when it returns, and counted in
+ * `timers` while armed (D3).
  */
 export async function waitForReason(
   pty: TerminalHandle,
   before: InputProbe,
   wait: SendWait,
+  timers: TimerCount = new TimerCount(),
 ): Promise<WaitReason> {
   const writtenAt = performance.now();
   let exited = false;
   void pty.exited.then(() => {
     exited = true;
   });
-  const timers = new AbortController();
+  const stop = new AbortController();
   try {
     for (let tick = 0; ; tick++) {
       if (exited) return 'session_exit';
       const now = performance.now();
       if (now - wait.startedAt >= wait.timeoutMs) return 'timeout';
       if (now - Math.max(writtenAt, pty.lastOutputAt) >= wait.settleMs) return 'inferred_idle';
-      if (await provenWaiting(pty, before, timers.signal)) {
+      if (await provenWaiting(pty, before, stop.signal, timers)) {
         if (exited) return 'session_exit';
         return 'stdin_read';
       }
-      await sleep(TICKS_MS[Math.min(tick, TICKS_MS.length - 1)], undefined, { signal: timers.signal });
+      await timers.sleep(TICKS_MS[Math.min(tick, TICKS_MS.length - 1)] ?? 10, undefined, {
+        signal: stop.signal,
+      });
     }
   } finally {
-    timers.abort();
+    stop.abort();
   }
 }
 
 // T6 caller's half: a proof counts only if it is new since the write (T5) and no output
 // arrived from the moment the probe began until stragglers had time to land. Only the handle's
 // answer counts: `unknown` and `waiting: false` prove nothing.
-async function provenWaiting(pty: TerminalHandle, before: InputProbe, signal: AbortSignal): Promise<boolean> {
+async function provenWaiting(
+  pty: TerminalHandle,
+  before: InputProbe,
+  signal: AbortSignal,
+  timers: TimerCount,
+): Promise<boolean> {
   const scanStartedAt = performance.now();
   const answer = await pty.probeInput();
   if (!('waiting' in answer) || !answer.waiting) return false;
@@ -156,6 +165,6 @@ async function provenWaiting(pty: TerminalHandle, before: InputProbe, signal: Ab
   const was = 'waiting' in before && before.waiting ? before.proof : null;
   const fresh = was === null || proof.tid !== was.tid || proof.wakeups > was.wakeups;
   if (!fresh) return false;
-  await sleep(STRAGGLER_MS, undefined, { signal });
+  await timers.sleep(STRAGGLER_MS, undefined, { signal });
   return pty.lastOutputAt < scanStartedAt;
 }

@@ -83,6 +83,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     stats: () => ({
       open: table.records.size,
       busy: table.busy,
+      timers: table.timers.live,
       hostAlive: [...table.used].some((provider) => (provider.workers ?? 0) > 0),
       listeners: table.exits.listeners,
       deliveries: table.exits.deliveries,

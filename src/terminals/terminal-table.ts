@@ -5,6 +5,7 @@ import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
 import type { TerminalRecord } from './terminal-record.js';
+import { TimerCount } from './terminal-timers.js';
 import type { TerminalExit } from './terminal-types.js';
 
 const ENDED_KEPT = 256;
@@ -56,6 +57,8 @@ export class TerminalTable {
   /** Opens in flight per owner: they count against the cap before their PTY exists. */
   readonly opening = new Map<string, number>();
   busy = 0;
+  /** D3: timers armed by sends and executes in flight (deadlines, silence checks, graces). */
+  readonly timers = new TimerCount();
   disposing: Promise<void> | null = null;
 
   constructor(config: TerminalTableConfig) {

@@ -146,6 +146,8 @@ export interface TerminalServiceStats {
   readonly open: number;
   /** `send`/`execute` calls in flight. */
   readonly busy: number;
+  /** Timers armed by those calls (deadlines, silence checks, interrupt graces): D3. */
+  readonly timers: number;
   /** Whether a PTY worker thread of a provider this service opened terminals with is running. */
   readonly hostAlive: boolean;
   /** Session-exit listeners subscribed, and listener calls in flight. */

@@ -29,12 +29,17 @@ export interface AgentHarness {
   /** What the agent service published on its error path. */
   readonly errors: ReportedError[];
   /** `rt.shell.background` for an agent: a real `/bin/bash -c` job owned by the agent. */
-  background(agent: Agent, command: string): Promise<JobInfo>;
+  background(agent: Agent, command: string, env?: Record<string, string>): Promise<JobInfo>;
+  /**
+   * S5: puts a fresh local provider behind new terminals and jobs (what `rt.reload({ provider })`
+   * does); the earlier ones keep serving what they started and are disposed by `close()`.
+   */
+  swapProvider(): void;
+  /** How many providers were used so far. */
+  readonly providers: number;
   /** D2 then D3: disposes agents, terminals and jobs and asserts every count is zero. */
   close(): Promise<void>;
 }
-
-const provider = createLocalProvider();
 
 // Agent service + job service + shell producer over one owner registry, errors captured.
 export function agentHarness(
@@ -43,8 +48,12 @@ export function agentHarness(
 ): AgentHarness {
   const owners = createOwnerRegistry();
   const jobs = createJobService({ owners, onError: () => {}, ...jobOptions });
+  // This harness's providers (the first, and each swapProvider()), all disposed by close().
+  let current = createLocalProvider();
+  const used = [current];
   const terminals = createTerminalService({
     owners,
+    provider: () => current,
     defaults: { shell: '/bin/bash', cwd: '/', cleanupGraceMs: 500 },
   });
   const errors: ReportedError[] = [];
@@ -59,26 +68,44 @@ export function agentHarness(
     ...options,
   });
   const lifetime = new AbortController();
-  const shell: ShellDeps = {
-    provider,
+  const shell = (): ShellDeps => ({
+    provider: current,
     lifetime: lifetime.signal,
     spillPool: null,
     defaults: { shell: '/bin/bash', cwd: '/', outputCapChars: 30_000, cleanupGraceMs: 500, drainMs: 500 },
-  };
+  });
   return {
     owners,
     jobs,
     terminals,
     agents,
     errors,
-    background: (agent, command) => jobs.start(agent.owner, shellJobSpec(shell, { command })),
+    background: (agent, command, env) =>
+      jobs.start(agent.owner, shellJobSpec(shell(), { command, ...(env ? { env } : {}) })),
+    swapProvider() {
+      current = createLocalProvider();
+      used.push(current);
+    },
+    get providers() {
+      return used.length;
+    },
     async close() {
       await agents.dispose();
       lifetime.abort();
       await terminals.dispose();
       await jobs.dispose();
+      // The providers are ours to dispose; each one's PTY worker must then be gone (D3).
+      for (const p of used) await p.dispose();
+      expect(used.map((p) => p.workers ?? 0)).toEqual(used.map(() => 0));
       expect(agents.stats()).toEqual(QUIESCENT);
-      expect(terminals.stats()).toEqual({ open: 0, busy: 0, hostAlive: false, listeners: 0, deliveries: 0 });
+      expect(terminals.stats()).toEqual({
+        open: 0,
+        busy: 0,
+        timers: 0,
+        hostAlive: false,
+        listeners: 0,
+        deliveries: 0,
+      });
       expect(jobs.stats()).toMatchObject({
         running: 0,
         starting: 0,

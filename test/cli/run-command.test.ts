@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses, readProcStat } from '../../src/subprocess/proc.js';
+import { aliveRunning } from '../support/proc-oracle.js';
 import { cli, endLeftovers, startTether, tether } from './cli-helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tether-run-cli-'));
@@ -85,6 +86,25 @@ describe('tether run: a transparent runner', () => {
     expect(pids).toHaveLength(2);
     expect(pids.filter((pid) => !dead(pid))).toEqual([]);
     expect(listTaggedProcesses(treeIdPrefix(live.child.pid))).toEqual([]);
+  });
+
+  it('C1, S4: a timeout kills a child and a setsid escapee too, and exits 124', () => {
+    // A unique argv identifies the tree's processes in /proc after the CLI (their parent) exited.
+    const nap = ['sleep', String(30_000 + Math.floor(Math.random() * 10_000))];
+    const r = tether(
+      'run',
+      '--timeout',
+      '2000',
+      '--',
+      `${nap.join(' ')} & echo child=$!; setsid ${nap.join(' ')} & echo escaped=$!; ${nap.join(' ')}`,
+    );
+    expect(r.stderr).toContain('timed out');
+    expect(r.status).toBe(124);
+    const pids = [...r.stdout.matchAll(/^(?:child|escaped)=(\d+)$/gm)].map((m) => Number(m[1]));
+    expect(pids).toHaveLength(2);
+    // Checked once, no polling: the CLI exits only after the tree kill proved the tree gone.
+    expect(aliveRunning(pids, nap)).toEqual([]);
+    expect(listTaggedProcesses(treeIdPrefix(r.pid!))).toEqual([]);
   });
 
   it.each([

@@ -8,10 +8,11 @@ import type { JobInfo } from '../../src/jobs/job-types.js';
 import { type AgentHarness, agentHarness, heldDriver } from '../agents/agent-harness.js';
 import { actorDone, actorFailed } from '../support/actor-events.js';
 import { failsWith } from '../support/job-harness.js';
+import { explore, type ModelStep, replayOrFail, untaken } from '../support/model-check.js';
 
 type AgentSnapshot = SnapshotFrom<typeof agentMachine>;
 type AgentEvent = EventFromLogic<typeof agentMachine>;
-type Step = { readonly event: AgentEvent; readonly prev: AgentSnapshot; readonly next: AgentSnapshot };
+type Step = ModelStep<typeof agentMachine>;
 
 const job = {
   id: 'job_graph',
@@ -23,6 +24,7 @@ const job = {
 const turnDone = actorDone<AgentEvent>('turn');
 const turnFailed = actorFailed<AgentEvent>('turn', new Error('boom'));
 const tornDown = actorDone<AgentEvent>('teardown');
+const teardownFailed = actorFailed<AgentEvent>('teardown', new Error('drain failed'));
 const claim = (s: AgentSnapshot): AgentEvent => ({ type: 'CLAIM', turn: s.context.turns });
 const outside: AgentEvent[] = [
   { type: 'SAY', text: 'hello' },
@@ -39,6 +41,10 @@ const inputs: AgentMachineInput[] = [
   { publication: 'agent:graph:1', sessionId: 'graph', wake: 'wakeup', maxWakes: 3 },
   { publication: 'agent:graph:1', sessionId: 'graph', wake: 'quiet', maxWakes: 3 },
 ];
+
+// The model also hears a teardown that failed (the real teardown is not made to fail here).
+const modelEvents = (s: AgentSnapshot): AgentEvent[] =>
+  s.matches('retiring') ? [...events(s), teardownFailed] : events(s);
 
 // Fine abstraction: everything the guards read (turn and seq numbers aside).
 function fine(s: AgentSnapshot): string {
@@ -70,22 +76,31 @@ const pathsOf = (input: AgentMachineInput, serializeState: (s: AgentSnapshot) =>
   });
 
 // A path's events replayed on real snapshots (a path's steps hold one representative per
-// abstract state, not necessarily the successor of the previous step).
+// abstract state, not necessarily the successor of the previous step); an event that cannot be
+// replayed fails the test (issue 12: never a silently shorter path).
 function replay(input: AgentMachineInput, path: StatePath<AgentSnapshot, AgentEvent>): Step[] {
-  let [prev] = initialTransition(agentMachine, input);
-  const steps: Step[] = [];
-  for (const { event: recorded } of path.steps.slice(1)) {
-    const event = recorded.type === 'CLAIM' ? claim(prev) : recorded;
-    if (!events(prev).some((e) => e.type === event.type)) break;
-    const [next] = transition(agentMachine, prev, event);
-    steps.push({ event, prev, next });
-    prev = next;
-  }
-  return steps;
+  const [initial] = initialTransition(agentMachine, input);
+  return replayOrFail(
+    agentMachine,
+    initial,
+    path.steps.slice(1).map((s) => s.event),
+    events,
+    (recorded, prev) => (recorded.type === 'CLAIM' ? claim(prev) : recorded),
+  );
+}
+
+// Edges the quiet policy cannot take (W4), each with why: filled from the wakeup run's extra edges.
+function notInQuiet(takenQuiet: ReadonlySet<string>): Record<string, string> {
+  const wakeup = explore(agentMachine, { input: inputs[0]!, events: modelEvents, serialize: fine }).taken;
+  return Object.fromEntries(
+    [...wakeup]
+      .filter((e) => !takenQuiet.has(e))
+      .map((e) => [e, 'W4: a quiet agent is never woken by a notice']),
+  );
 }
 
 // Invariants of one step (SPEC W2–W5, D1).
-function checkStep(input: AgentMachineInput, { event, prev, next }: Step): void {
+function checkStep(input: AgentMachineInput, { event, prev, next }: Omit<Step, 'edges'>): void {
   const at = `${JSON.stringify(prev.value)} --${event.type}--> ${JSON.stringify(next.value)}`;
   expect(next.context.wakes, at).toBeGreaterThanOrEqual(0);
   expect(next.context.wakes, at).toBeLessThanOrEqual(input.maxWakes); // W3
@@ -114,7 +129,7 @@ function checkStep(input: AgentMachineInput, { event, prev, next }: Step): void 
     ).toEqual(pending.sort((a, b) => a - b));
     expect(next.context.nextTurn.length + next.context.nextStep.length, at).toBe(0);
   }
-  if (prev.matches('retiring') && event !== tornDown) {
+  if (prev.matches('retiring') && event !== tornDown && event !== teardownFailed) {
     // D1: retiring accepts nothing; retired is final.
     expect(next.value, at).toEqual(prev.value);
     expect(next.context, at).toEqual(prev.context);
@@ -159,6 +174,18 @@ describe('machines/agent', () => {
     },
   );
 
+  it.each(inputs.map((i) => [i.wake, i] as const))(
+    'W2–W5, D1: every step out of every reachable state (%s) keeps the invariants; every edge is taken',
+    (_wake, input) => {
+      const x = explore(agentMachine, { input, events: modelEvents, serialize: fine });
+      expect(x.states.size).toBeGreaterThan(input.wake === 'wakeup' ? 40 : 10);
+      for (const step of x.steps) checkStep(input, step);
+      // quiet never wakes: the wake transition out of idle is the wakeup policy's alone (W4)
+      const quiet = input.wake === 'quiet' ? notInQuiet(x.taken) : {};
+      expect(untaken(agentMachine, x.taken, quiet)).toEqual([]);
+    },
+  );
+
   it('D1: retired is final; entering retiring retires the owner and invokes the teardown', () => {
     expect(agentMachine.states.retired!.type).toBe('final');
     const [path] = pathsOf(inputs[0]!, fine).filter((p) => p.state.matches('idle'));
@@ -175,6 +202,21 @@ function maximal(input: AgentMachineInput, paths: StatePath<AgentSnapshot, Agent
   return runs.filter(
     (_, i) => !keys.some((k, j) => j !== i && (k.startsWith(`${keys[i]}>`) || (k === keys[i] && j < i))),
   );
+}
+
+// The runs driven for real: the coarse shortest paths, plus for each edge they miss the
+// shortest explored run that takes it (e.g. a NOTICE while running, a turn ending with work left).
+function realRuns(input: AgentMachineInput): Step[][] {
+  const runs = maximal(input, pathsOf(input, coarse)).filter((run) => run.length > 0);
+  const taken = new Set(runs.flatMap((run) => run.flatMap((s) => s.edges)));
+  const x = explore(agentMachine, { input, events, serialize: fine });
+  for (const step of x.steps) {
+    if (step.edges.every((e) => taken.has(e))) continue;
+    const run = [...x.states.get(fine(step.prev))!.path, step];
+    runs.push(run);
+    for (const s of run) for (const e of s.edges) taken.add(e);
+  }
+  return runs;
 }
 
 // What `agent.status()` must show for a model snapshot.
@@ -196,8 +238,18 @@ describe('machines/agent driven for real along the shortest paths', () => {
     await h?.close();
   });
 
+  it('W2–W5, D1: the runs driven for real take every edge of the machine', () => {
+    const taken = inputs.flatMap((input) => realRuns(input).flatMap((run) => run.flatMap((s) => s.edges)));
+    expect(
+      untaken(agentMachine, taken, {
+        'agent.retiring --xstate.error.actor.teardown--> agent.retired':
+          'the real teardown does not fail (it settles every drain); the model run above takes it',
+      }),
+    ).toEqual([]);
+  });
+
   for (const input of inputs) {
-    const runs = maximal(input, pathsOf(input, coarse)).filter((run) => run.length > 0);
+    const runs = realRuns(input);
     const name = (run: Step[]) => run.map((s) => s.event.type.replace('xstate.', '')).join(' → ');
     it.each(runs.map((run, i) => [`${input.wake} #${i + 1}: ${name(run)}`, run] as const))(
       'W2–W5/D1: the real agent follows %s',

@@ -24,10 +24,11 @@ import type { JobInfo } from '../../src/jobs/job-types.js';
 import { actorDone, actorFailed } from '../support/actor-events.js';
 import { type JobHarness, jobHarness } from '../support/job-harness.js';
 import { manualJob } from '../support/manual-job.js';
+import { explore, type ModelStep, replayOrFail, untaken } from '../support/model-check.js';
 
 type RouterSnapshot = SnapshotFrom<typeof completionRouterMachine>;
 type RouterEvent = EventFromLogic<typeof completionRouterMachine>;
-type Step = { readonly event: RouterEvent; readonly prev: RouterSnapshot; readonly next: RouterSnapshot };
+type Step = ModelStep<typeof completionRouterMachine>;
 
 const input: RouterMachineInput = { id: 'router:graph:1', publication: 'agent:graph:1', windowMs: 50 };
 const info = (id: string) =>
@@ -81,17 +82,24 @@ const pathsOf = (source: boolean) =>
     filterEvents: (s) => s.status === 'active',
   });
 
-// A path's events replayed from the real initial snapshot (a path's steps are representatives).
+// A path's events replayed from the real initial snapshot (a path's steps are representatives);
+// an event that cannot be replayed fails the test (issue 12: never a silently shorter path).
 function replay(path: StatePath<RouterSnapshot, RouterEvent>, source: boolean): Step[] {
-  let [prev] = initialTransition(completionRouterMachine, input);
-  const steps: Step[] = [];
-  for (const { event } of path.steps.slice(1)) {
-    if (!eventsOf(source)(prev).some((e) => e.type === event.type) || prev.status !== 'active') break;
-    const [next] = transition(completionRouterMachine, prev, event);
-    steps.push({ event, prev, next });
-    prev = next;
-  }
-  return steps;
+  const [initial] = initialTransition(completionRouterMachine, input);
+  return replayOrFail(
+    completionRouterMachine,
+    initial,
+    path.steps.slice(1).map((s) => s.event),
+    eventsOf(source),
+  );
+}
+
+// What a step handed to `deliver`: a new batch is delivering entered, or re-entered in one step
+// once the last one settled (detached).
+function handOff({ prev, next }: Pick<Step, 'prev' | 'next'>, handed: string[]): void {
+  const settled = (x: RouterSnapshot) => x.context.delivered + x.context.failed;
+  if (inDelivery(next, 'delivering') && (!inDelivery(prev, 'delivering') || settled(next) > settled(prev)))
+    handed.push(...ids(next.context.batch));
 }
 
 // Invariants of every reachable snapshot and step (SPEC W1, D1).
@@ -109,10 +117,7 @@ function check({ event, prev, next }: Step, handed: string[]): void {
   if (inDelivery(next, 'collecting')) expect(pending.length, at).toBeGreaterThan(0);
   if (inDelivery(next, 'collecting')) expect(attached(next), at).toBe(true); // S5: detached flushes at once
   if (inDelivery(next, 'delivering')) expect(batch.length, at).toBeGreaterThan(0);
-  const settled = (x: RouterSnapshot) => x.context.delivered + x.context.failed;
-  // A new batch: delivering entered, or re-entered in one step once the last one settled (detached).
-  if (inDelivery(next, 'delivering') && (!inDelivery(prev, 'delivering') || settled(next) > settled(prev)))
-    handed.push(...ids(batch));
+  handOff({ prev, next }, handed);
   expect(new Set(handed).size, at).toBe(handed.length); // each completion handed to deliver at most once
   if (event.type === 'COMPLETED' && (wasClaimed.includes(completionKey(event.completion)) || !attached(prev)))
     expect(next.context, at).toEqual(prev.context); // a repeat, or heard after DETACH: ignored
@@ -134,6 +139,17 @@ function check({ event, prev, next }: Step, handed: string[]): void {
 }
 
 describe('machines/completion-router', () => {
+  it('W1, D1: every step out of every reachable state keeps the invariants, and every edge is taken', () => {
+    const x = explore(completionRouterMachine, { input, events: eventsOf(true), serialize });
+    expect(x.states.size).toBeGreaterThan(20);
+    for (const step of x.steps) {
+      const handed: string[] = [];
+      for (const before of x.states.get(serialize(step.prev))!.path) handOff(before, handed);
+      check(step, handed);
+    }
+    expect(untaken(completionRouterMachine, x.taken)).toEqual([]);
+  });
+
   it('W1: every reachable state keeps the claim ledger, the window and at-most-once delivery', () => {
     const paths = pathsOf(true);
     expect(paths.length).toBeGreaterThan(20);
@@ -193,6 +209,16 @@ describe('machines/completion-router driven for real along the shortest paths', 
           : s.event.type.replace(/^xstate\.|\.router\..*$/g, ''),
       )
       .join(' → ');
+
+  it('W1: the runs driven for real take every edge of the machine', () => {
+    const taken = runs.flatMap((run) => run.flatMap((s) => s.edges));
+    expect(
+      untaken(completionRouterMachine, taken, {
+        'router.routing.source.attached --xstate.error.actor.completions--> router.closed':
+          'the job service subscription does not fail once attached',
+      }),
+    ).toEqual([]);
+  });
 
   it.each(runs.map((run, i) => [`#${i + 1}: ${name(run)}`, run] as const))(
     'W1: the real router over the job service follows %s',

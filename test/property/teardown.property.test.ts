@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Agent, Notice, Turn } from '../../src/agents/agent-types.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
-import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { listPids, listTaggedProcesses, readEnvironValue, readProcStat } from '../../src/subprocess/proc.js';
 import { type AgentHarness, agentHarness, noticeJobIds, QUIESCENT } from '../agents/agent-harness.js';
 
 // Model-based teardown property (D1–D3, W1, O1, S5) over random sequences of agent, job,
@@ -40,8 +40,20 @@ interface Real {
 }
 type Cmd = fc.AsyncCommand<Model, Real>;
 
+/** Env var that tags every process an agent started (an oracle the runtime does not keep). */
+const AGENT_TAG = 'PROPERTY_AGENT';
+let runNumber = 0;
+const tagOf = (index: number) => `${process.pid}-${runNumber}-${index}`;
+// Live processes (not zombies) carrying `tag`, read from /proc alone.
+function taggedWith(tag: string): number[] {
+  return listPids().filter((pid) => {
+    const state = readProcStat(pid)?.state;
+    return state !== undefined && state !== 'Z' && readEnvironValue(pid, AGENT_TAG) === tag;
+  });
+}
+
 /** What the runs exercised, printed once (a property that never reaches a case proves nothing). */
-const exercised = { runs: 0, commands: 0, terminals: 0, exits: 0, reloads: 0, jobs: 0 };
+const exercised = { runs: 0, commands: 0, terminals: 0, exits: 0, reloads: 0, jobs: 0, swaps: 0 };
 
 function track(r: Real, label: string, promise: Promise<unknown>): Promise<unknown> {
   const entry = { label, settled: false };
@@ -111,7 +123,11 @@ const start = (n: number, kind: 'hold' | 'quick', exitCode: number): Cmd => ({
     const model = m.agents[index]!;
     const command = kind === 'hold' ? 'exec sleep 300' : `exit ${exitCode}`;
     try {
-      const info = await track(r, `start ${command}`, r.h.background(r.agents[index]!, command));
+      const info = await track(
+        r,
+        `start ${command}`,
+        r.h.background(r.agents[index]!, command, { [AGENT_TAG]: tagOf(index) }),
+      );
       expect(model.disposed).toBe(false);
       r.jobIds[index]!.add((info as { id: string }).id);
       exercised.jobs++;
@@ -157,7 +173,7 @@ const openTerminal = (n: number): Cmd => ({
   check: (m) => m.agents.length > 0,
   async run(m, r) {
     const index = n % m.agents.length;
-    const promise = r.h.terminals.open(r.agents[index]!.owner);
+    const promise = r.h.terminals.open(r.agents[index]!.owner, { env: { [AGENT_TAG]: tagOf(index) } });
     track(r, 'terminal open', promise);
     if (m.agents[index]!.disposed) {
       await expect(promise).rejects.toMatchObject({ code: 'OWNER_RETIRED' });
@@ -226,6 +242,8 @@ const disposeAgent = (n: number, wait: boolean): Cmd => ({
     if (!wait) return;
     await disposing;
     await expect(r.h.jobs.list(agent.owner)).rejects.toMatchObject({ code: 'OWNER_RETIRED' });
+    // D1: once its dispose resolved, nothing the agent started lives on (checked in /proc).
+    expect(taggedWith(tagOf(index)), `${agent.id} left processes`).toEqual([]);
   },
   toString: () => `disposeAgent(#${n}, ${wait ? 'awaited' : 'not awaited'})`,
 });
@@ -236,7 +254,10 @@ const disposeAll = (wait: boolean): Cmd => ({
     m.serviceDisposed = true;
     for (const agent of m.agents) agent.disposed = true;
     const disposing = track(r, 'dispose all', r.h.agents.dispose());
-    if (wait) await disposing;
+    if (!wait) return;
+    await disposing;
+    // D2: every agent's processes are gone when the service's dispose resolved.
+    for (const index of m.agents.keys()) expect(taggedWith(tagOf(index)), `agent ${index}`).toEqual([]);
   },
   toString: () => `disposeAll(${wait ? 'awaited' : 'not awaited'})`,
 });
@@ -245,10 +266,15 @@ const disposeAll = (wait: boolean): Cmd => ({
 const reload = (gapMs: number, wait: boolean): Cmd => ({
   check: () => true,
   async run(m, r) {
+    // S5: the gap swaps in a real new provider (new terminals and jobs go through it).
     const reloading = track(
       r,
       'reload',
-      r.h.agents.reload(() => sleep(gapMs)),
+      r.h.agents.reload(async () => {
+        await sleep(gapMs);
+        r.h.swapProvider();
+        exercised.swaps++;
+      }),
     );
     if (m.serviceDisposed) {
       await expect(reloading).rejects.toMatchObject({ code: 'RUNTIME_DISPOSED' });
@@ -313,9 +339,36 @@ async function everyCompletionDelivered(m: Model, r: Real): Promise<void> {
     const agent = r.agents[index]!;
     const ended = (await r.h.jobs.list(agent.owner)).filter((j) => j.isTerminal).map((j) => j.id);
     ended.push(...r.exited[index]!);
-    const missing = () => ended.filter((id) => !r.delivered[index]!.has(id));
-    for (let i = 0; missing().length > 0 && i < 500; i++) await sleep(10);
-    expect(missing(), `${agent.id} never heard of these ended jobs and terminals`).toEqual([]);
+    await quiescentDelivery(r, agent, r.exited[index]!);
+    const missing = ended.filter((id) => !r.delivered[index]!.has(id));
+    expect(missing, `${agent.id} never heard of these ended jobs and terminals`).toEqual([]);
+  }
+}
+
+// Resolves once the runtime says nothing is on its way to `agent`: no terminal it told to exit
+// still being swept (its exit is published when the sweep ends), no completion being
+// published, queued in a router, in a quiet window or being delivered, no reload in its gap.
+// The decision is on the runtime's own state, not on how long we waited (the bound only
+// turns a hang into a failure).
+async function quiescentDelivery(r: Real, agent: Agent, exited: ReadonlySet<string>): Promise<void> {
+  let sweeping = 0;
+  const pending = () => {
+    const a = r.h.agents.stats();
+    return {
+      sweeping,
+      jobs: r.h.jobs.stats().deliveries,
+      terminals: r.h.terminals.stats().deliveries,
+      queued: a.queued,
+      deliveries: a.deliveries,
+      reloads: a.reloads,
+    };
+  };
+  const idle = () => Object.values(pending()).every((n) => n === 0);
+  for (let i = 0; ; i++) {
+    sweeping = (await r.h.terminals.list(agent.owner)).filter((t) => exited.has(t.id)).length;
+    if (idle()) return;
+    if (i > 6_000) throw new Error(`deliveries never settled: ${JSON.stringify(pending())}`);
+    await sleep(10);
   }
 }
 
@@ -343,6 +396,7 @@ describe('teardown (model-based)', () => {
           };
           const model: Model = { agents: [], serviceDisposed: false };
           try {
+            runNumber++; // before anything starts: every process of this run carries its tags
             for (const cmd of [...initial, openTerminal(0)]) await cmd.run(model, real);
             exercised.runs++;
             exercised.commands += [...cmds].length;
@@ -364,5 +418,6 @@ describe('teardown (model-based)', () => {
     console.log(`teardown property: ${JSON.stringify(exercised)}`);
     expect(exercised.exits, 'some runs ended a terminal shell').toBeGreaterThan(0);
     expect(exercised.reloads, 'some runs reloaded').toBeGreaterThan(0);
+    expect(exercised.swaps, 'some reloads swapped the provider').toBeGreaterThan(0);
   });
 });

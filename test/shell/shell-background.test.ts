@@ -89,17 +89,7 @@ describe('rt.shell.background', () => {
     expect(await rt.jobs.kill(lease.token, info.id)).toBe('already_stopped');
   });
 
-  it('C3: a background timeout kills the tree and says so', async () => {
-    const info = await rt.shell.background(lease.token, {
-      command: 'sleep 1000 & sleep 1000',
-      timeoutMs: 200,
-    });
-    expect(await rt.jobs.wait(lease.token, info.id, 30_000)).toBe(true);
-    const [ended] = await rt.jobs.list(lease.token);
-    expect(ended?.state).toBe('failed');
-    expect(ended?.error).toContain('timed out after 200 ms');
-  });
-
+  // C3's timeout, J7 and J8 with /proc checks of the tree: shell-background-tree.test.ts.
   it('S4: what a finished background command leaves behind is swept', async () => {
     const info = await rt.shell.background(lease.token, {
       command: 'setsid sleep 1000 >/dev/null 2>&1 & echo bye',

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentOwnerToken, TerminalInfo } from '../../src/index.js';
 import { readableTerminalText } from '../../src/tools/terminal-text.js';
+import { foregroundTaken } from '../support/proc-oracle.js';
 import { failed, ok, type ToolHarness, toolHarness } from './tool-harness.js';
 
 let h: ToolHarness;
@@ -27,7 +28,7 @@ async function openTerminal() {
   // A long silence budget: where a test expects a proof (stdin_read), load cannot fake quiet.
   const send = (input: string, extra: Record<string, unknown> = {}) =>
     h.tools.call(owner, 'terminal_send', { terminal_id: terminal.id, input, settle_ms: 10_000, ...extra });
-  return { owner, id: terminal.id, send };
+  return { owner, id: terminal.id, pid: terminal.pid, send };
 }
 
 describe('terminal tools', () => {
@@ -80,6 +81,7 @@ describe('terminal tools', () => {
     const busy = ok(await t.send('while :; do echo tick; sleep 0.05; done\n', { timeout_ms: 300 }));
     expect(busy.data).toMatchObject({ waitReason: 'timeout' });
     expect(busy.text).toContain('[deadline: 300 ms passed and the program was still busy');
+    await foregroundTaken(t.pid); // on a loaded machine the loop may start after the deadline
     const sent = ok(await h.tools.call(t.owner, 'terminal_signal', { terminal_id: t.id, signal: 'SIGINT' }));
     expect(sent.text).toContain(`Sent SIGINT to the foreground program of terminal ${t.id}`);
     // The loop is gone: the shell takes the next command and is proven back at its prompt.
