@@ -18,6 +18,7 @@ export type TetherErrorCode =
   | 'TERMINAL_FORBIDDEN'
   | 'TERMINAL_LIMIT'
   | 'TERMINAL_CLOSED'
+  | 'POLICY_DENIED'
   | 'UNSUPPORTED_PLATFORM';
 
 /**
