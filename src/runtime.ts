@@ -6,8 +6,9 @@ import type { JobInfo, JobService, JobServiceStats } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
 import type { AgentOwnerToken } from './owners/owner-token.js';
+import { assertPolicy, createPolicyGate } from './policy/policy-gate.js';
 import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
-import { shellJobSpec } from './shell/shell-job.js';
+import { startShellJob } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellRequest, ShellResult } from './shell/shell-types.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
@@ -71,6 +72,8 @@ export interface RuntimeStats {
   readonly jobs: JobServiceStats;
   readonly terminals: TerminalServiceStats;
   readonly agents: AgentServiceStats;
+  /** A1: approvals pending now (each also counted in `waiters`). */
+  readonly policy: { readonly asking: number };
 }
 
 /** The composition root's product (SPEC section 9). */
@@ -119,6 +122,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   const opts = resolveOptions(options);
   const spillPool = opts.spillDir === false ? null : createSpillPool({ dir: opts.spillDir });
   const owners = createOwnerRegistry();
+  // A1: the one decision point; every spawn path below calls `policy.decide` first.
+  const policy = createPolicyGate({ owners, policy: opts.policy, sandbox: opts.sandbox });
   const jobs = createJobService({
     owners,
     maxRunningPerOwner: opts.maxJobsPerOwner,
@@ -135,6 +140,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     defaults: { shell: opts.shell, cwd: opts.cwd, cleanupGraceMs: opts.cleanupGraceMs },
     retentionChars: opts.terminalRetentionChars,
     maxPerOwner: opts.maxTerminalsPerOwner,
+    decide: policy.decide,
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   const inFlight = new Set<Promise<unknown>>();
@@ -181,6 +187,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       return current;
     },
     lifetime: lifetime.signal,
+    decide: policy.decide,
     spillPool,
     defaults: {
       shell: opts.shell,
@@ -193,16 +200,9 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
 
   const shell: ShellService = {
     run: (req) => track(() => runShell(shellDeps, req)),
-    background: (owner, req) =>
-      track(() =>
-        jobs.start(
-          owner,
-          shellJobSpec(shellDeps, req),
-          req?.signal !== undefined ? { signal: req.signal } : {},
-        ),
-      ),
+    background: (owner, req) => track(() => startShellJob(shellDeps, jobs, owner, req)),
   };
-  const persistentBash = createPersistentBash(terminals);
+  const persistentBash = createPersistentBash(terminals, policy.decide, opts.cwd);
   const tools = createToolRegistry({ shell, jobs, terminals, persistentBash }, opts.tools);
   // Agents drain their terminals, then their jobs (reverse start order, D1).
   const agents = createAgentService({
@@ -223,7 +223,25 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     persistentBash,
     tools,
     owners: { host: () => reclaimedOnRetire(owners.host()) },
-    agents: { create: (o) => agents.create(o), stats: () => agents.stats() },
+    agents: {
+      // A1/A3: the agent's own policy and sandbox replace the runtime's for its owner.
+      create(o) {
+        if (o?.policy !== undefined) assertPolicy(o.policy, 'agents.create({ policy })');
+        const agent = agents.create(o);
+        policy.bind(agent.owner, {
+          policy: o.policy,
+          sandbox: o.sandbox,
+          caller: {
+            kind: 'agent',
+            owner: owners.keyOf(agent.owner),
+            sessionId: agent.sessionId,
+            agentId: agent.id,
+          },
+        });
+        return agent;
+      },
+      stats: () => agents.stats(),
+    },
     stats() {
       const [j, t, a] = [jobs.stats(), terminals.stats(), agents.stats()];
       const providerWorkers = [...providers].reduce((n, p) => n + (p.workers ?? 0), 0);
@@ -242,10 +260,12 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
           a.waiters +
           a.errors +
           a.reloads +
+          policy.asking +
           inFlight.size,
         jobs: j,
         terminals: t,
         agents: a,
+        policy: { asking: policy.asking },
       };
     },
     // Not tracked: dispose must not wait for a provider factory (it may never settle).
@@ -269,6 +289,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     dispose() {
       disposing ??= (async () => {
         lifetime.abort(); // running one-shot commands are cancelled (D2)
+        policy.dispose(); // pending approvals end (RUNTIME_DISPOSED): an ask never holds teardown
         await agents.dispose(); // D1 for every agent: owners retired, turns aborted, resources drained
         await Promise.allSettled([...inFlight]);
         // Reverse start order: terminals, then jobs, each to verified-dead trees (D2).

@@ -144,9 +144,14 @@ const WRAPPERS: Readonly<Record<string, Unwrap>> = {
     return [rest[0]!.slice(1)]; // the first operand is the duration
   },
   env: (args) => {
-    const rest = afterOptions('i0', 'uC', ['ignore-environment', 'null', 'unset', 'unset=', 'chdir', 'chdir='])(
-      args,
-    );
+    const rest = afterOptions('i0', 'uC', [
+      'ignore-environment',
+      'null',
+      'unset',
+      'unset=',
+      'chdir',
+      'chdir=',
+    ])(args);
     if (rest === 'unknown') return rest;
     const words = rest[0]!;
     let i = 0;

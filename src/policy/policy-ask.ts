@@ -73,8 +73,10 @@ export async function askApprover(
 function readApproval(answer: Approval): AskOutcome {
   const decision = typeof answer === 'string' ? answer : answer?.decision;
   const said = typeof answer === 'object' && typeof answer?.reason === 'string' ? answer.reason : null;
-  if (decision === 'allow') return { outcome: 'allow', decidedBy: 'approver', reason: said ?? 'the approver allowed it' };
-  if (decision === 'deny') return { outcome: 'deny', decidedBy: 'approver', reason: said ?? 'the approver refused it' };
+  if (decision === 'allow')
+    return { outcome: 'allow', decidedBy: 'approver', reason: said ?? 'the approver allowed it' };
+  if (decision === 'deny')
+    return { outcome: 'deny', decidedBy: 'approver', reason: said ?? 'the approver refused it' };
   return {
     outcome: 'deny',
     decidedBy: 'error',

@@ -69,7 +69,9 @@ export function createPolicyGate(options: {
   };
 
   const decide: PolicyStep = async (check) => {
-    if (lifetime.signal.aborted) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+    if (lifetime.signal.aborted)
+      throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+    if (check.owner !== undefined) owners.assertLive(check.owner); // nobody is asked for a retired owner
     const binding = check.owner === undefined ? undefined : bindings.get(check.owner);
     const policy = binding?.policy ?? options.policy;
     if (policy === undefined && check.escalate === undefined) return; // no policy: today's behaviour
@@ -87,7 +89,11 @@ export function createPolicyGate(options: {
       verdict = judgeLine(line, policy?.rules ?? [], fallback, check.escalate !== undefined);
     } catch (error) {
       failed = error; // the policy itself failed: fail closed
-      verdict = { decision: 'deny', reason: `the policy failed (${String(error)}); failing closed`, undecidable: [] };
+      verdict = {
+        decision: 'deny',
+        reason: `the policy failed (${String(error)}); failing closed`,
+        undecidable: [],
+      };
     }
     const request: PolicyRequest = Object.freeze({
       action: check.action,
@@ -101,7 +107,12 @@ export function createPolicyGate(options: {
       escalate: check.escalate ?? null,
       justification: check.justification ?? check.escalate?.justification ?? null,
     });
-    const record = (outcome: 'allow' | 'deny' | 'cancelled', decidedBy: DecidedBy, reason: string, askMs: number | null) => {
+    const record = (
+      outcome: 'allow' | 'deny' | 'cancelled',
+      decidedBy: DecidedBy,
+      reason: string,
+      askMs: number | null,
+    ) => {
       try {
         policy?.onDecision?.({ at: Date.now(), request, outcome, decidedBy, reason, askMs });
       } catch {
@@ -172,7 +183,8 @@ function rawInput(policy: Policy | undefined, check: PolicyCheck, caller: Policy
     };
     throw new PolicyDeniedError(request, 'rule', reason);
   };
-  if (policy?.rawInput === 'deny') refuse('this policy accepts commands only through execute (rawInput: deny)');
+  if (policy?.rawInput === 'deny')
+    refuse('this policy accepts commands only through execute (rawInput: deny)');
   if (check.hidden) refuse('a hidden terminal takes commands only through execute, where each is judged');
 }
 
@@ -185,10 +197,16 @@ function rawInput(policy: Policy | undefined, check: PolicyCheck, caller: Policy
  * ```
  */
 export function assertPolicy(policy: unknown, what: string): asserts policy is Policy {
-  assertArgument(typeof policy === 'object' && policy !== null, `${what} must be an object { rules?, approve?, … }`);
+  assertArgument(
+    typeof policy === 'object' && policy !== null,
+    `${what} must be an object { rules?, approve?, … }`,
+  );
   const p = policy as Policy;
   if (p.rules !== undefined) assertRules(p.rules);
-  assertArgument(p.approve === undefined || typeof p.approve === 'function', `${what}.approve must be a function (request, signal) => 'allow' | 'deny'`);
+  assertArgument(
+    p.approve === undefined || typeof p.approve === 'function',
+    `${what}.approve must be a function (request, signal) => 'allow' | 'deny'`,
+  );
   assertArgument(
     p.default === undefined || ['allow', 'ask', 'deny'].includes(p.default),
     `${what}.default must be 'allow', 'ask' or 'deny'`,
@@ -201,5 +219,8 @@ export function assertPolicy(policy: unknown, what: string): asserts policy is P
     p.askTimeoutMs === undefined || (Number.isSafeInteger(p.askTimeoutMs) && p.askTimeoutMs > 0),
     `${what}.askTimeoutMs must be a positive integer of milliseconds`,
   );
-  assertArgument(p.onDecision === undefined || typeof p.onDecision === 'function', `${what}.onDecision must be a function`);
+  assertArgument(
+    p.onDecision === undefined || typeof p.onDecision === 'function',
+    `${what}.onDecision must be a function`,
+  );
 }

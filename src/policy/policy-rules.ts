@@ -52,7 +52,11 @@ export function judgeLine(
   if (undecidable.size > 0) {
     const d = stricter('ask', fallback);
     const why = `rules cannot judge this line: ${[...undecidable].join('; ')}`;
-    return { decision: d, reason: d === 'ask' ? why : `${why}, and the default is ${d}`, undecidable: [...undecidable] };
+    return {
+      decision: d,
+      reason: d === 'ask' ? why : `${why}, and the default is ${d}`,
+      undecidable: [...undecidable],
+    };
   }
   if (escalate) {
     return {

@@ -34,7 +34,8 @@ export interface ShellParser {
 }
 
 // A variable whose value decides which program runs, or runs code of its own.
-const RUNS_CODE = /^(PATH|IFS|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|CDPATH|GLOBIGNORE|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|BASH_LOADABLES_PATH|LD_\w*|DYLD_\w*|BASH_FUNC_\w*|GIT_\w*|\w*_COMMAND)$/;
+const RUNS_CODE =
+  /^(PATH|IFS|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|CDPATH|GLOBIGNORE|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|BASH_LOADABLES_PATH|LD_\w*|DYLD_\w*|BASH_FUNC_\w*|GIT_\w*|\w*_COMMAND)$/;
 const ARITHMETIC_TEST = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
 
 let loading: Promise<ShellParser> | null = null;

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { assertArgument } from '../errors.js';
+import { assertArgument, TetherError } from '../errors.js';
 import { OutputCapture } from '../output/output-capture.js';
 import type { SpillPool } from '../output/spill.js';
+import type { PolicyAction, PolicyCheck, PolicyStep } from '../policy/policy-types.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
 import type { ShellRequest, ShellResult } from './shell-types.js';
 
@@ -22,6 +23,8 @@ export interface ShellDeps {
   readonly defaults: ShellDefaults;
   /** Aborted when the runtime is disposed: every running command is cancelled (D2). */
   readonly lifetime: AbortSignal;
+  /** A1: the policy step, called before anything starts; none: everything is allowed. */
+  readonly decide?: PolicyStep;
 }
 
 // Aborting with a fixed reason: `abort()` alone builds a DOMException every call.
@@ -44,11 +47,45 @@ export const NON_INTERACTIVE_ENV: Readonly<Record<string, string>> = {
  * if (result.timedOut) console.log('gave up; tail:', result.output);
  * ```
  */
-export function runShell(deps: ShellDeps, req: ShellRequest): Promise<ShellResult> {
+export async function runShell(deps: ShellDeps, req: ShellRequest): Promise<ShellResult> {
   validateShellRequest(req);
   const started = performance.now();
-  if (req.signal?.aborted || deps.lifetime.aborted) return Promise.resolve(cancelledBeforeStart(started));
+  if (req.signal?.aborted || deps.lifetime.aborted) return cancelledBeforeStart(started);
+  try {
+    await deps.decide?.(shellPolicyCheck('shell.run', req, deps.defaults.cwd)); // A1: before anything starts
+  } catch (err) {
+    // Cancelled while its approval was pending: a cancellation is a result (C1).
+    if (err instanceof TetherError && err.code === 'ABORTED') return cancelledBeforeStart(started);
+    throw err;
+  }
+  if (req.signal?.aborted || deps.lifetime.aborted) return cancelledBeforeStart(started);
   return runSpawned(deps, req, started);
+}
+
+/**
+ * What the policy step is told about a shell request (A1): the command as written, its cwd,
+ * the escalation and justification the caller gave, and the call's signal.
+ *
+ * @example
+ * ```ts
+ * await deps.decide?.(shellPolicyCheck('shell.background', req, deps.defaults.cwd, owner));
+ * ```
+ */
+export function shellPolicyCheck(
+  action: PolicyAction,
+  req: ShellRequest,
+  defaultCwd: string,
+  owner = req.owner,
+): PolicyCheck {
+  return {
+    action,
+    command: req.command,
+    cwd: req.cwd ?? defaultCwd,
+    ...(owner !== undefined ? { owner } : {}),
+    ...(req.escalate !== undefined ? { escalate: req.escalate } : {}),
+    ...(req.justification !== undefined ? { justification: req.justification } : {}),
+    ...(req.signal !== undefined ? { signal: req.signal } : {}),
+  };
 }
 
 /** Throws INVALID_ARGUMENT naming the field for a request no shell could run. */
@@ -65,6 +102,18 @@ export function validateShellRequest(req: ShellRequest): void {
   if (req.cwd !== undefined) assertArgument(typeof req.cwd === 'string', 'cwd must be a string path');
   if (req.shell !== undefined) {
     assertArgument(typeof req.shell === 'string' && req.shell.length > 0, 'shell must be a non-empty path');
+  }
+  if (req.escalate !== undefined) {
+    assertArgument(
+      typeof req.escalate === 'object' &&
+        req.escalate !== null &&
+        typeof req.escalate.justification === 'string' &&
+        req.escalate.justification.trim().length > 0,
+      'escalate must be { justification: "why this needs to run outside the sandbox" }',
+    );
+  }
+  if (req.justification !== undefined) {
+    assertArgument(typeof req.justification === 'string', 'justification must be a string');
   }
 }
 

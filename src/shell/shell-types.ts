@@ -1,3 +1,5 @@
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+
 /** One command for `rt.shell.run` (SPEC section 9). */
 export interface ShellRequest {
   readonly command: string;
@@ -11,6 +13,19 @@ export interface ShellRequest {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** The shell that interprets `command` with `-c`; default `/bin/bash`. */
   readonly shell?: string;
+  /**
+   * Who runs it (`rt.shell.run` only; `background` takes the owner as its first argument): the
+   * owner's policy and sandbox apply (an agent's replace the runtime's, A1). Must be live.
+   */
+  readonly owner?: AgentOwnerToken;
+  /**
+   * A4: run outside the sandbox. Always asks the policy's approver (no rule allows it alone);
+   * denied with `POLICY_DENIED` where there is none. A command that gets past the policy
+   * with it set was approved.
+   */
+  readonly escalate?: { readonly justification: string };
+  /** Why the model wants this command: shown to the approver (A1). */
+  readonly justification?: string;
 }
 
 /**

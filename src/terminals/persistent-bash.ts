@@ -1,5 +1,6 @@
 import { TetherError } from '../errors.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { PolicyStep } from '../policy/policy-types.js';
 import type { TerminalCommandResult, TerminalService } from './terminal-types.js';
 
 /** One command through an owner's hidden persistent shell. `fresh`: a new shell was opened for it. */
@@ -30,13 +31,18 @@ export interface PersistentBash {
 /**
  * Creates the persistent-bash layer over a terminal service; it keeps only which terminal
  * serves which owner (teardown is the terminal service's: draining an owner closes it).
+ * `decide` (A1) judges each command before anything starts, the hidden shell included.
  *
  * @example
  * ```ts
- * const bash = createPersistentBash(terminals);
+ * const bash = createPersistentBash(terminals, policy.decide);
  * ```
  */
-export function createPersistentBash(terminals: TerminalService): PersistentBash {
+export function createPersistentBash(
+  terminals: TerminalService,
+  decide?: PolicyStep,
+  cwd?: string,
+): PersistentBash {
   // Tokens have reference identity; a WeakMap lets a retired owner's entry go with it.
   const shells = new WeakMap<AgentOwnerToken, Promise<string>>();
   const open = (owner: AgentOwnerToken): Promise<string> => {
@@ -47,6 +53,17 @@ export function createPersistentBash(terminals: TerminalService): PersistentBash
   };
   return {
     async run(owner, command, opts = {}) {
+      if (decide !== undefined) {
+        if (typeof command !== 'string')
+          throw new TetherError('INVALID_ARGUMENT', 'command must be a string');
+        await decide({
+          action: 'persistent-bash',
+          owner,
+          command,
+          cwd: cwd ?? process.cwd(),
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        });
+      }
       const known = shells.get(owner);
       const id = await (known ?? open(owner));
       try {

@@ -8,6 +8,7 @@ import { CompletionHub } from '../completions/completion-hub.js';
 import { assertArgument, TetherError } from '../errors.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { PolicyStep } from '../policy/policy-types.js';
 import type { EnvPolicy } from '../subprocess/env.js';
 import { createLocalProvider } from '../subprocess/local-provider.js';
 import type { SubprocessProvider, TerminalHandle, TerminalSpawnSpec } from '../subprocess/types.js';
@@ -44,6 +45,11 @@ export interface TerminalServiceOptions {
   /** Open terminals per owner; default 8. One more fails with TERMINAL_LIMIT. */
   readonly maxPerOwner?: number;
   readonly inspect?: (event: InspectionEvent) => void;
+  /**
+   * A1: the policy step, called at the entry of `open` (the shell), `execute` (the command) and
+   * `send` (raw input) before anything happens; none: everything is allowed.
+   */
+  readonly decide?: PolicyStep;
 }
 
 const ENDED_KEPT = 256;
@@ -153,6 +159,18 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
       const token = owners.assertLive(owner);
       const ownerKey = owners.keyOf(token);
       const spec = openSpec(opts, defaults, rcFile());
+      // A1: a hidden terminal (persistent bash) is judged per command, in execute.
+      if (opts.hidden !== true) {
+        await options.decide?.({
+          action: 'terminal.open',
+          owner: token,
+          command: spec.argv[0],
+          cwd: spec.cwd,
+        });
+        if (disposing)
+          throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+        owners.assertLive(owner);
+      }
       const provider = currentProvider();
       const mine =
         [...records.values()].filter((r) => r.ownerKey === ownerKey).length + (opening.get(ownerKey) ?? 0);
@@ -229,6 +247,13 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         Number.isFinite(timeoutMs) && timeoutMs > 0,
         `timeoutMs must be a positive finite number, got ${timeoutMs}`,
       );
+      await options.decide?.({
+        action: 'terminal.send',
+        owner,
+        command: input,
+        cwd: record.spec.cwd,
+        hidden: record.hidden,
+      });
       return withTurn(record, 'send', async () => {
         const startedAt = performance.now();
         const from = record.output.end;
@@ -253,6 +278,16 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         opts.signal === undefined || opts.signal instanceof AbortSignal,
         'signal must be an AbortSignal',
       );
+      // A1: a hidden terminal's commands were judged by the layer that hides it (persistent bash).
+      if (!record.hidden) {
+        await options.decide?.({
+          action: 'terminal.execute',
+          owner,
+          command,
+          cwd: record.spec.cwd,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        });
+      }
       return withTurn(record, 'execute', async () => {
         record.executing = true;
         try {

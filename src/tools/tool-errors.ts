@@ -1,4 +1,6 @@
 import { TetherError, type TetherErrorCode } from '../errors.js';
+import { PolicyDeniedError } from '../policy/policy-denied.js';
+import { policyNextStep } from './policy-text.js';
 import type { ToolErrorCode, ToolResult } from './tool-types.js';
 
 // What a model should do next, per code, beyond the service's own message.
@@ -42,6 +44,7 @@ export function failure(code: ToolErrorCode, message: string, next?: string): To
  * ```
  */
 export function errorResult(err: unknown): ToolResult {
+  if (err instanceof PolicyDeniedError) return failure(err.code, err.message, policyNextStep(err));
   if (err instanceof TetherError) return failure(err.code, err.message);
   const message = err instanceof Error ? err.message : String(err);
   return failure('TOOL_FAILED', message, 'This is an internal failure; retrying may or may not help.');
