@@ -4,7 +4,7 @@ import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { SandboxOptions } from '../sandbox/sandbox-types.js';
 import { askApprover } from './policy-ask.js';
 import { PolicyDeniedError } from './policy-denied.js';
-import { assertRules, judgeLine, type LineVerdict } from './policy-rules.js';
+import { assertRules, judgeLine, judgeTerminal, type LineVerdict } from './policy-rules.js';
 import type {
   DecidedBy,
   Policy,
@@ -82,11 +82,13 @@ export function createPolicyGate(options: {
     let verdict: LineVerdict;
     let failed: unknown = null;
     try {
-      line =
-        check.action === 'terminal.open'
-          ? { commands: [{ argv: [check.command], text: check.command, redirects: [] }], undecidable: [] }
-          : (await loadShellParser()).parse(check.command);
-      verdict = judgeLine(line, policy?.rules ?? [], fallback, check.escalate !== undefined);
+      if (check.action === 'terminal.open') {
+        line = { commands: [{ argv: [check.command], text: check.command, redirects: [] }], undecidable: [] };
+        verdict = judgeTerminal(check.command, policy?.rules ?? [], fallback);
+      } else {
+        line = (await loadShellParser()).parse(check.command);
+        verdict = judgeLine(line, policy?.rules ?? [], fallback, check.escalate !== undefined);
+      }
     } catch (error) {
       failed = error; // the policy itself failed: fail closed
       verdict = {

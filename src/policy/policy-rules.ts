@@ -69,6 +69,31 @@ export function judgeLine(
 }
 
 /**
+ * Judges opening a terminal (SPEC A1): its shell is matched by the rules like a command's first
+ * word (`{ decision: 'allow', prefix: ['/bin/bash'] }`), else the default applies. An
+ * interactive shell reads commands from its input by design: that input is raw input (the
+ * policy's `rawInput`), not a shape to ask about.
+ *
+ * @example
+ * ```ts
+ * judgeTerminal('/bin/bash', rules, 'ask');
+ * ```
+ */
+export function judgeTerminal(
+  shell: string,
+  rules: readonly PolicyRule[],
+  fallback: PolicyDecision,
+): LineVerdict {
+  const rule = strictestMatch(rules, [shell]);
+  const command = { argv: [shell], text: shell, redirects: [] };
+  return {
+    decision: rule?.decision ?? fallback,
+    reason: explain(rule, rule?.decision ?? fallback, command, command.argv),
+    undecidable: [],
+  };
+}
+
+/**
  * Checks a policy's rules (INVALID_ARGUMENT naming the rule) so a typo fails at
  * `createRuntime` or `agents.create`, not at the first command.
  *
