@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { serveMcpOverStdio } from '../adapters/mcp/mcp-stdio.js';
+import { approveFlag, sandboxFlag } from './sandbox-flag.js';
 import { UsageError } from './usage.js';
 
 /** `tether mcp --help`. */
@@ -18,6 +19,13 @@ Options:
                            carry over between calls) instead of a fresh shell per call
   --cwd <dir>              default working directory for commands (default: the current one)
   --output-budget <chars>  at most this many characters per tool result (default 30000)
+  --sandbox <mode>         where commands run: off (default), read-only or workspace-write
+                           (bubblewrap; fails at start where this machine cannot provide it)
+  --approve <mode>         who answers approval requests (commands rules cannot judge, such as
+                           $(...), eval or bash -c, and escalations outside the sandbox):
+                           elicit (ask the client's user via MCP elicitation; a client without
+                           it gets a denial saying so), allow, or deny. Default: no policy
+                           (every command runs; escalations are denied)
   -h, --help               this text
 
 Client configuration (e.g. Claude Desktop, Cursor):
@@ -46,13 +54,19 @@ export async function mcpCommand(args: readonly string[]): Promise<number> {
   ) {
     throw new UsageError(`--output-budget takes an integer of at least 2000 characters, got '${budget}'`);
   }
+  const runtime = {
+    ...(values.cwd !== undefined ? { cwd: values.cwd } : {}),
+    ...sandboxFlag(values.sandbox),
+  };
+  const approve = approveFlag(values.approve);
   // stdout carries the protocol only: stray console output goes to stderr instead.
   const restore = routeConsoleToStderr();
   try {
     const { clean } = await serveMcpOverStdio({
       persistentBash: values['persistent-bash'] === true,
       version: packageVersion(),
-      ...(values.cwd !== undefined ? { runtime: { cwd: values.cwd } } : {}),
+      runtime,
+      ...approve,
       ...(outputBudgetChars !== undefined ? { outputBudgetChars } : {}),
     });
     return clean ? 0 : 1;
@@ -70,6 +84,8 @@ function parseMcpArgs(args: readonly string[]) {
         'persistent-bash': { type: 'boolean' },
         cwd: { type: 'string' },
         'output-budget': { type: 'string' },
+        sandbox: { type: 'string' },
+        approve: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });

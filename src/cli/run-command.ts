@@ -2,6 +2,7 @@ import { constants } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createRuntime } from '../runtime.js';
 import type { ShellResult } from '../shell/shell-types.js';
+import { sandboxFlag } from './sandbox-flag.js';
 import { RUN_USAGE, UsageError } from './usage.js';
 
 /** `tether run [options] -- <command...>`: one command through the runtime, result printed. */
@@ -17,7 +18,7 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     throw new UsageError(`--timeout takes a positive number of milliseconds, got '${values.timeout}'`);
   }
 
-  const rt = await createRuntime();
+  const rt = await createRuntime({ ...sandboxFlag(values.sandbox) });
   const cancel = new AbortController();
   const onSigint = () => cancel.abort();
   process.once('SIGINT', onSigint);
@@ -47,6 +48,7 @@ function parseRunArgs(args: readonly string[]) {
         timeout: { type: 'string' },
         cwd: { type: 'string' },
         shell: { type: 'string' },
+        sandbox: { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },

@@ -24,6 +24,7 @@ Options:
   --timeout <ms>    kill the command's whole tree after <ms> milliseconds
   --cwd <dir>       working directory (default: the current one)
   --shell <path>    shell used with -c (default: /bin/bash)
+  --sandbox <mode>  off (default), read-only or workspace-write (bubblewrap)
   --json            print the whole result as JSON instead of the output
   -h, --help        this text
 

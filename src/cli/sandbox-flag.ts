@@ -1,0 +1,36 @@
+import { MCP_APPROVE_MODES, type McpApproveMode } from '../adapters/mcp/mcp-approval.js';
+import { SANDBOX_MODES, type SandboxOptions } from '../sandbox/sandbox-types.js';
+import { UsageError } from './usage.js';
+
+/**
+ * `--sandbox MODE` of `tether run` and `tether mcp` (SPEC A5): the runtime's `sandbox` option,
+ * or nothing when the flag is absent.
+ *
+ * @example
+ * ```ts
+ * const rt = await createRuntime({ ...sandboxFlag(values.sandbox) });
+ * ```
+ */
+export function sandboxFlag(value: string | undefined): { sandbox?: SandboxOptions } {
+  if (value === undefined) return {};
+  if (!(SANDBOX_MODES as readonly string[]).includes(value)) {
+    throw new UsageError(`--sandbox takes one of ${SANDBOX_MODES.join(', ')}, got '${value}'`);
+  }
+  return { sandbox: { mode: value as SandboxOptions['mode'] } };
+}
+
+/**
+ * `--approve MODE` of `tether mcp` (SPEC A5).
+ *
+ * @example
+ * ```ts
+ * serveMcpOverStdio({ ...approveFlag(values.approve) });
+ * ```
+ */
+export function approveFlag(value: string | undefined): { approve?: McpApproveMode } {
+  if (value === undefined) return {};
+  if (!(MCP_APPROVE_MODES as readonly string[]).includes(value)) {
+    throw new UsageError(`--approve takes one of ${MCP_APPROVE_MODES.join(', ')}, got '${value}'`);
+  }
+  return { approve: value as McpApproveMode };
+}
