@@ -1,6 +1,8 @@
 import { MCP_APPROVE_MODES, type McpApproveMode } from '../adapters/mcp/mcp-approval.js';
-import { SANDBOX_MODES, type SandboxOptions } from '../sandbox/sandbox-types.js';
+import type { SandboxMode, SandboxOptions } from '../sandbox/sandbox-types.js';
 import { UsageError } from './usage.js';
+
+const SANDBOX_MODES: readonly SandboxMode[] = ['off', 'read-only', 'workspace-write'];
 
 /**
  * `--sandbox MODE` of `tether run` and `tether mcp` (SPEC A5): the runtime's `sandbox` option,
@@ -16,7 +18,7 @@ export function sandboxFlag(value: string | undefined): { sandbox?: SandboxOptio
   if (!(SANDBOX_MODES as readonly string[]).includes(value)) {
     throw new UsageError(`--sandbox takes one of ${SANDBOX_MODES.join(', ')}, got '${value}'`);
   }
-  return { sandbox: { mode: value as SandboxOptions['mode'] } };
+  return { sandbox: { mode: value as SandboxMode } };
 }
 
 /**

@@ -69,6 +69,8 @@ function parseWith(parser: { parse(text: string): { rootNode: Node; delete(): vo
   if (tree === null) return { commands: [], undecidable: ['the line could not be parsed'] };
   try {
     const found = { commands: [] as SimpleCommand[], undecidable: new Set<string>() };
+    // Any syntax error anywhere (bash would refuse the line, or read it differently).
+    if (tree.rootNode.hasError) found.undecidable.add('the line is not valid bash');
     walk(tree.rootNode, found, []);
     return { commands: found.commands, undecidable: [...found.undecidable] };
   } finally {
@@ -95,8 +97,9 @@ function walk(node: Node, found: Found, redirects: readonly string[]): void {
     case 'redirected_statement': {
       const targets = node.childrenForFieldName('redirect').map(redirectTarget);
       const body = node.childForFieldName('body');
-      if (body) walk(body, found, targets);
-      for (const r of node.childrenForFieldName('redirect')) walk(r, found, []);
+      for (const child of node.namedChildren) {
+        if (child) walk(child, found, body !== null && child.equals(body) ? targets : []);
+      }
       return;
     }
     case 'variable_assignment': {

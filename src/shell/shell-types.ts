@@ -5,6 +5,12 @@ export interface ShellRequest {
   readonly command: string;
   /** Defaults to the runtime's cwd. Must exist: a missing directory throws CWD_NOT_FOUND. */
   readonly cwd?: string;
+  /**
+   * A1: why the model wants this command, shown to the approver. The request's `owner` (an
+   * agent's replaces the runtime's) decides which policy applies; without a policy an
+   * `escalate` is denied (nobody to ask).
+   */
+  readonly justification?: string;
   /** Kill the whole tree after this many ms; the result says `timedOut`. */
   readonly timeoutMs?: number;
   /** Aborting kills the whole tree; the result says `cancelled`. */
@@ -14,18 +20,15 @@ export interface ShellRequest {
   /** The shell that interprets `command` with `-c`; default `/bin/bash`. */
   readonly shell?: string;
   /**
-   * Who runs it (`rt.shell.run` only; `background` takes the owner as its first argument): the
-   * owner's policy and sandbox apply (an agent's replace the runtime's, A1). Must be live.
+   * `rt.shell.run` only: the owner the command runs for, so it runs where that owner is placed
+   * (its provider, sandbox, isolation: X4, A3, K5). Default: the runtime's placement.
    */
   readonly owner?: AgentOwnerToken;
   /**
-   * A4: run outside the sandbox. Always asks the policy's approver (no rule allows it alone);
-   * denied with `POLICY_DENIED` where there is none. A command that gets past the policy
-   * with it set was approved.
+   * A4: run outside the owner's sandbox. The policy step always asks the approver first; by
+   * the time the command spawns, the request was approved.
    */
   readonly escalate?: { readonly justification: string };
-  /** Why the model wants this command: shown to the approver (A1). */
-  readonly justification?: string;
 }
 
 /**

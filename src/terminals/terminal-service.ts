@@ -148,6 +148,16 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     }
   };
 
+  // A1: opening is judged as its shell; a hidden terminal (the persistent bash's) is judged
+  // per command by the layer that hides it.
+  const decideOpen = async (owner: AgentOwnerToken, opts: TerminalOpenOptions): Promise<void> => {
+    assertArgument(typeof opts === 'object' && opts !== null, 'open options must be an object');
+    if (options.decide === undefined || opts.hidden === true) return;
+    const shell = opts.shell ?? defaults.shell;
+    await options.decide({ action: 'terminal.open', owner, command: shell, cwd: opts.cwd ?? defaults.cwd });
+    if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+  };
+
   const closeRecord = (record: TerminalRecord): Promise<void> => {
     record.actor.send({ type: 'CLOSE' }); // ignored once closing: the machine's guard
     return record.closed;
@@ -156,21 +166,11 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
   const service: TerminalService = {
     async open(owner, opts: TerminalOpenOptions = {}) {
       if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+      await decideOpen(owner, opts); // A1: before anything starts
+
       const token = owners.assertLive(owner);
       const ownerKey = owners.keyOf(token);
       const spec = openSpec(opts, defaults, rcFile());
-      // A1: a hidden terminal (persistent bash) is judged per command, in execute.
-      if (opts.hidden !== true) {
-        await options.decide?.({
-          action: 'terminal.open',
-          owner: token,
-          command: spec.argv[0],
-          cwd: spec.cwd,
-        });
-        if (disposing)
-          throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
-        owners.assertLive(owner);
-      }
       const provider = currentProvider();
       const mine =
         [...records.values()].filter((r) => r.ownerKey === ownerKey).length + (opening.get(ownerKey) ?? 0);

@@ -95,7 +95,14 @@ With run_in_background: true the command runs as a background job in a fresh she
 
 async function oneShot(ctx: ToolContext, args: BashArgs): Promise<ToolOutput> {
   const timeoutMs = args.timeout_ms ?? DEFAULT_BASH_TIMEOUT_MS;
-  const result = await ctx.rt.shell.run({ ...policyFields(ctx, args), owner: ctx.owner, timeoutMs });
+  const result = await ctx.rt.shell.run({
+    command: args.command,
+    owner: ctx.owner, // X4: the owner's placement (its sandbox, its isolation)
+    timeoutMs,
+    ...(ctx.signal ? { signal: ctx.signal } : {}),
+
+    ...policyFields(args), // A1, A4: what the approver sees, the escalation asked for
+  });
   const output = fitShellOutput(result, ctx.budget - FACTS_RESERVE);
   const text = `${withNewline(output) || '(no output)\n'}${shellFacts(result, timeoutMs)}`;
   const { output: _full, ...facts } = result;
@@ -119,21 +126,22 @@ async function inPersistentShell(ctx: ToolContext, args: BashArgs): Promise<Tool
 
 async function background(ctx: ToolContext, args: BashArgs): Promise<ToolOutput> {
   const job = await ctx.rt.shell.background(ctx.owner, {
-    ...policyFields(ctx, args),
+    command: args.command,
     ...(args.timeout_ms !== undefined ? { timeoutMs: args.timeout_ms } : {}),
+    ...(ctx.signal ? { signal: ctx.signal } : {}),
+
+    ...policyFields(args),
   });
   return { text: describeStartedJob(job), data: { job } };
 }
 
-// The command with what the policy step shows the approver (A1) and the escalation (A4).
-function policyFields(ctx: ToolContext, args: BashArgs): ShellRequest {
+// What the policy step shows the approver (A1) and the escalation asked for (A4).
+function policyFields(args: BashArgs): Pick<ShellRequest, 'escalate' | 'justification'> {
   return {
-    command: args.command,
     ...(args.escalate && args.justification !== undefined
       ? { escalate: { justification: args.justification } }
       : {}),
     ...(args.justification !== undefined ? { justification: args.justification } : {}),
-    ...(ctx.signal ? { signal: ctx.signal } : {}),
   };
 }
 

@@ -99,6 +99,8 @@ describe('policy rules (A2)', () => {
     ['arithmetic on variables', "x='a[$(rm)]'; ((x))", 'arithmetic'],
     ['PATH assignment', 'PATH=/tmp/evil ls', 'PATH'],
     ['invalid syntax', 'ls (', 'not valid bash'],
+    // Found by the property below: the syntax error sat beside a redirection the walk skipped.
+    ['invalid syntax inside a redirection', 'nohup f() { ls; } > out.txt', 'not valid bash'],
   ])('A2: %s is never allowed by a rule: it asks', (_name, line, why) => {
     const verdict = judge(line, 'allow');
     expect(verdict.decision, line).toBe('ask');
