@@ -128,7 +128,8 @@ describe('the policy step (A1)', () => {
     const r = await start({ default: 'deny', rules: [allowTerminals] });
     const lease = r.owners.host();
     const term = await r.terminals.open(lease.token);
-    const sent = await r.terminals.send(lease.token, term.id, 'echo raw-$((40+2))\n');
+    // A long silence budget: the stdin_read proof answers first, whatever the machine's load.
+    const sent = await r.terminals.send(lease.token, term.id, 'echo raw-$((40+2))\n', { settleMs: 10_000 });
     expect(sent.output).toContain('raw-42');
     await r.dispose();
 
