@@ -17,7 +17,7 @@ export function policyNextStep(err: PolicyDeniedError): string {
   }
   switch (decidedBy) {
     case 'approver':
-      return `${nothing} The person approving commands refused it: do not retry it or a variant of it. Ask the user how to proceed, or do the task another way.`;
+      return `${nothing} The approval step refused it (the reason is above): do not retry it or a variant of it. Ask the user how to proceed, or do the task another way.`;
     case 'timeout':
       return `${nothing} Nobody answered the approval request in time. Tell the user what you need and why, then try again once they are there.`;
     case 'error':
