@@ -2,7 +2,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { TetherError } from '../errors.js';
 import type { Approval, Approver, DecidedBy, PolicyRequest } from './policy-types.js';
 
-/** How an ask ended: a decision with who made it, or the call was cancelled. */
+/**
+ * How an ask ended: a decision with who made it, or the call was cancelled.
+ *
+ * @example
+ * ```ts
+ * if (answer.outcome === 'cancelled') throw answer.error;
+ * ```
+ */
 export type AskOutcome =
   | { readonly outcome: 'allow' | 'deny'; readonly decidedBy: DecidedBy; readonly reason: string }
   | { readonly outcome: 'cancelled'; readonly error: TetherError };

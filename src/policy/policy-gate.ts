@@ -16,7 +16,14 @@ import type {
 } from './policy-types.js';
 import { loadShellParser, type ParsedLine } from './shell-parse.js';
 
-/** What an owner runs under: its policy and sandbox (an agent's replace the runtime's). */
+/**
+ * What an owner runs under: its policy and sandbox (an agent's replace the runtime's).
+ *
+ * @example
+ * ```ts
+ * gate.bind(agent.owner, { policy: { default: 'deny' }, caller: { kind: 'agent', owner: 'o2', sessionId: 's1', agentId: agent.id } });
+ * ```
+ */
 export interface OwnerBinding {
   readonly policy?: Policy | undefined;
   readonly sandbox?: SandboxOptions | undefined;

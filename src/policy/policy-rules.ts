@@ -3,7 +3,14 @@ import { basename, commandTargets } from './command-targets.js';
 import type { PolicyDecision, PolicyRule, SimpleCommand } from './policy-types.js';
 import type { ParsedLine } from './shell-parse.js';
 
-/** What the rules and the default say about a line, and why in words. */
+/**
+ * What the rules and the default say about a line, and why in words.
+ *
+ * @example
+ * ```ts
+ * const v: LineVerdict = { decision: 'ask', reason: 'rules cannot judge this line: …', undecidable: ['backticks `…`'] };
+ * ```
+ */
 export interface LineVerdict {
   readonly decision: PolicyDecision;
   readonly reason: string;

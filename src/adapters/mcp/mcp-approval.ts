@@ -13,7 +13,14 @@ import type { Approver, Policy, PolicyRequest } from '../../policy/policy-types.
  */
 export type McpApproveMode = 'elicit' | 'allow' | 'deny';
 
-/** The modes, for flag validation. */
+/**
+ * The modes, for flag validation.
+ *
+ * @example
+ * ```ts
+ * MCP_APPROVE_MODES.includes(flag as McpApproveMode);
+ * ```
+ */
 export const MCP_APPROVE_MODES: readonly McpApproveMode[] = ['elicit', 'allow', 'deny'];
 
 /** How long the client's user has to answer; the request itself may wait a little longer. */
