@@ -1,6 +1,7 @@
 export { createAgentService } from './agents/agent-service.js';
 export type {
   Agent,
+  AgentDisposal,
   AgentErrorReporter,
   AgentErrorStage,
   AgentOptions,
@@ -32,7 +33,7 @@ export type {
   JobSubscription,
   KillResult,
 } from './jobs/job-types.js';
-export type { OwnerLease } from './owners/owner-registry.js';
+export type { OwnerIdentity, OwnerLease } from './owners/owner-registry.js';
 export type { AgentOwnerToken } from './owners/owner-token.js';
 export { PolicyDeniedError } from './policy/policy-denied.js';
 export type {
@@ -59,13 +60,15 @@ export {
 export type { RuntimeOptions } from './runtime-options.js';
 export type { SandboxMode, SandboxNetwork, SandboxOptions } from './sandbox/sandbox-types.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
-export type { EnvPolicy } from './subprocess/env.js';
+export { type EnvPolicy, type IdentitySnapshot, identityEnv } from './subprocess/env.js';
 export {
   createLocalProvider,
   type LocalProvider,
   type LocalProviderOptions,
 } from './subprocess/local-provider.js';
 export type {
+  InputProbe,
+  InputWaitProof,
   ProcessIdentity,
   StdioDisposition,
   SubprocessExit,
@@ -79,7 +82,11 @@ export type {
   TreeKillVerdict,
   TreeProof,
 } from './subprocess/types.js';
-export type { PersistentBash, PersistentBashResult } from './terminals/persistent-bash.js';
+export type {
+  PersistentBash,
+  PersistentBashResult,
+  PersistentBashRunOptions,
+} from './terminals/persistent-bash.js';
 export type {
   TerminalChunk,
   TerminalCommandResult,

@@ -2,15 +2,15 @@ import { createAgentService } from './agents/agent-service.js';
 import type { AgentService, AgentServiceStats } from './agents/agent-types.js';
 import { assertArgument, TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
-import type { JobInfo, JobService, JobServiceStats } from './jobs/job-types.js';
+import type { JobService, JobServiceStats } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
+import { identifiedJobSpec, ownerEnv, requestOwner, withIdentity, withOwner } from './owner-env.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
-import type { AgentOwnerToken } from './owners/owner-token.js';
 import { assertPolicy, createPolicyGate } from './policy/policy-gate.js';
 import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
 import { startShellJob } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
-import type { ShellRequest, ShellResult } from './shell/shell-types.js';
+import type { ShellService } from './shell/shell-types.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
 import { treeIdPrefix } from './subprocess/marker.js';
 import { hasProcfs, listTaggedProcesses } from './subprocess/proc.js';
@@ -21,17 +21,7 @@ import type { TerminalService, TerminalServiceStats } from './terminals/terminal
 import { bindTools, createToolRegistry } from './tools/tool-registry.js';
 import type { ToolRegistry } from './tools/tool-types.js';
 
-/** `rt.shell`: one-shot commands (SPEC section 2). */
-export interface ShellService {
-  /** Runs a command to its end; exit, timeout and cancellation are result fields (C1). */
-  run(req: ShellRequest): Promise<ShellResult>;
-  /**
-   * Starts the command as a background job of `owner` (C3) and returns its info once the
-   * registry owns it. `req.signal` is checked before anything starts; `req.timeoutMs` kills
-   * the job's tree when it passes.
-   */
-  background(owner: AgentOwnerToken, req: ShellRequest): Promise<JobInfo>;
-}
+export type { ShellService } from './shell/shell-types.js';
 
 /** `rt.owners`: explicit owners for non-agent callers (O2). */
 export interface OwnerService {
@@ -109,7 +99,7 @@ export interface Runtime {
  *
  * @example
  * ```ts
- * import { createRuntime } from 'tether';
+ * import { createRuntime } from 'tether-runtime';
  * const rt = await createRuntime();
  * const { exitCode, output } = await rt.shell.run({ command: 'echo hello' });
  * const lease = rt.owners.host();
@@ -122,6 +112,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   const opts = resolveOptions(options);
   const spillPool = opts.spillDir === false ? null : createSpillPool({ dir: opts.spillDir });
   const owners = createOwnerRegistry();
+  const envOf = ownerEnv(owners, opts.env.identityPrefix);
   // A1: the one decision point; every spawn path below calls `policy.decide` first.
   const policy = createPolicyGate({ owners, policy: opts.policy, sandbox: opts.sandbox });
   const jobs = createJobService({
@@ -140,6 +131,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     defaults: { shell: opts.shell, cwd: opts.cwd, cleanupGraceMs: opts.cleanupGraceMs },
     retentionChars: opts.terminalRetentionChars,
     maxPerOwner: opts.maxTerminalsPerOwner,
+    identityEnv: (owner) => envOf(owner),
     decide: policy.decide,
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
@@ -199,10 +191,25 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   };
 
   const shell: ShellService = {
-    run: (req) => track(() => runShell(shellDeps, req)),
-    background: (owner, req) => track(() => startShellJob(shellDeps, jobs, owner, req)),
+    run: (req, owner) =>
+      track(async () => {
+        // The owner decides the policy (A1) and carries its identity into the env (S3).
+        const who = requestOwner(req, owner);
+        if (who === undefined) return runShell(shellDeps, req);
+        return runShell(shellDeps, withIdentity(withOwner(req, who), envOf(owners.assertLive(who))));
+      }),
+    background: (owner, req) =>
+      track(() =>
+        startShellJob(
+          shellDeps,
+          jobs,
+          owner,
+          req,
+          identifiedJobSpec(shellDeps, req, (jobId) => envOf(owner, jobId)),
+        ),
+      ),
   };
-  const persistentBash = createPersistentBash(terminals, policy.decide, opts.cwd);
+  const persistentBash = createPersistentBash(terminals, { cwd: opts.cwd, decide: policy.decide });
   const tools = createToolRegistry({ shell, jobs, terminals, persistentBash }, opts.tools);
   // Agents drain their terminals, then their jobs (reverse start order, D1).
   const agents = createAgentService({

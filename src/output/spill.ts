@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { Piscina } from 'piscina';
 import type { SpillTask, SpillTaskResult } from '../../workers/spill-worker.js';
 import { assertArgument, TetherError } from '../errors.js';
+import { workerExecArgv } from '../worker-exec-argv.js';
 import { workerUrl } from '../worker-url.js';
 import { type SpillContext, SpillFileWriter, type SpillWriter } from './spill-writer.js';
 
@@ -60,6 +61,8 @@ export function createSpillPool(opts: SpillPoolOptions): SpillPool {
     minThreads: 0,
     maxThreads,
     idleTimeout: idleTimeoutMs,
+    // Its own filtered options: the host's may fail a worker (`node --input-type=module -e …`).
+    execArgv: workerExecArgv(),
   });
   const writers = new Set<SpillFileWriter>();
   // Spare batch buffers: at most what one writer can have in flight, dropped when no spill is open.

@@ -23,6 +23,15 @@ export interface OwnerLease {
 }
 
 /**
+ * Who an agent owner is, for the environment of the commands it runs (S3): its session id and
+ * its exact publication id (`agent:<sessionId>:<n>`). Never the token.
+ */
+export interface OwnerIdentity {
+  readonly sessionId: string;
+  readonly agentId: string;
+}
+
+/**
  * The one place owner tokens come from (O1–O3). The composition root makes one registry and
  * hands it to every service that checks owners; a token from another registry is invalid.
  *
@@ -37,8 +46,13 @@ export interface OwnerLease {
 export interface OwnerRegistry {
   /** A new owner for a non-agent caller (O2). Each call is a distinct owner. */
   host(): OwnerLease;
-  /** A new owner for one exact agent publication (O1); a replacement agent gets a new one. */
-  agent(): OwnerLease;
+  /**
+   * A new owner for one exact agent publication (O1); a replacement agent gets a new one.
+   * `identity` is what its commands see in their env (S3).
+   */
+  agent(identity?: OwnerIdentity): OwnerLease;
+  /** The identity an agent owner was issued with; `null` for a host lease (or a foreign value). */
+  identityOf(owner: AgentOwnerToken): OwnerIdentity | null;
   /** The token if it is live and issued here; else `OWNER_INVALID` / `OWNER_RETIRED` (O3). */
   assertLive(owner: unknown): AgentOwnerToken;
   /** The token if it was issued here, retired or not (teardown paths); else `OWNER_INVALID`. */
@@ -64,11 +78,15 @@ export interface OwnerRegistry {
 export function createOwnerRegistry(): OwnerRegistry {
   const issuer = {};
   const keys = new WeakMap<AgentOwnerToken, string>();
+  const identities = new WeakMap<AgentOwnerToken, OwnerIdentity>();
   let minted = 0;
 
-  const lease = (): OwnerLease => {
+  const lease = (identity?: OwnerIdentity): OwnerLease => {
     const token = mintOwnerToken(issuer);
     keys.set(token, `o${++minted}`);
+    if (identity !== undefined) {
+      identities.set(token, Object.freeze({ sessionId: identity.sessionId, agentId: identity.agentId }));
+    }
     return {
       token,
       get retired() {
@@ -90,8 +108,9 @@ export function createOwnerRegistry(): OwnerRegistry {
   };
 
   return {
-    host: lease,
-    agent: lease,
+    host: () => lease(),
+    agent: (identity) => lease(identity),
+    identityOf: (owner) => identities.get(owner) ?? null,
     assertKnown,
     assertLive(owner) {
       const token = assertKnown(owner);

@@ -7,6 +7,7 @@ import type { SubprocessHandle } from '../subprocess/types.js';
 import {
   closedWithin,
   NON_INTERACTIVE_ENV,
+  resolveCwd,
   type ShellDeps,
   shellPolicyCheck,
   validateShellRequest,
@@ -20,7 +21,8 @@ const LABEL_CHARS = 120;
 /**
  * `rt.shell.background` (C3 with A1): the request is checked, the policy decides, and only
  * then does `jobs.start` reserve capacity, spawn and register — a denial starts and registers
- * nothing.
+ * nothing. `spec` is the producer to start (the composition root's carries the owner's
+ * identity env, S3); by default the plain shell producer.
  *
  * @example
  * ```ts
@@ -32,8 +34,8 @@ export async function startShellJob(
   jobs: Pick<JobService, 'start'>,
   owner: AgentOwnerToken,
   req: ShellRequest,
+  spec: JobSpec = shellJobSpec(deps, req),
 ): Promise<JobInfo> {
-  const spec = shellJobSpec(deps, req);
   await deps.decide?.(shellPolicyCheck('shell.background', req, deps.defaults.cwd, owner));
   return jobs.start(owner, spec, req.signal !== undefined ? { signal: req.signal } : {});
 }
@@ -52,7 +54,7 @@ export function shellJobSpec(deps: ShellDeps, req: ShellRequest): JobSpec {
   const { defaults } = deps;
   const spawnSpec = {
     argv: [req.shell ?? defaults.shell, '-c', req.command] as const,
-    cwd: req.cwd ?? defaults.cwd,
+    cwd: resolveCwd(defaults.cwd, req.cwd),
     stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' } as const,
     cleanupGraceMs: defaults.cleanupGraceMs,
     env: { ...NON_INTERACTIVE_ENV, ...req.env },

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument, TetherError } from '../errors.js';
 import { OutputCapture } from '../output/output-capture.js';
@@ -99,7 +100,9 @@ export function validateShellRequest(req: ShellRequest): void {
       `timeoutMs must be a positive finite number of milliseconds, got ${String(req.timeoutMs)}`,
     );
   }
-  if (req.cwd !== undefined) assertArgument(typeof req.cwd === 'string', 'cwd must be a string path');
+  if (req.cwd !== undefined) {
+    assertArgument(typeof req.cwd === 'string' && req.cwd !== '', 'cwd must be a non-empty string path');
+  }
   if (req.shell !== undefined) {
     assertArgument(typeof req.shell === 'string' && req.shell.length > 0, 'shell must be a non-empty path');
   }
@@ -117,11 +120,26 @@ export function validateShellRequest(req: ShellRequest): void {
   }
 }
 
+/**
+ * The directory a command runs in: `cwd` as given when absolute, else resolved against the
+ * runtime's cwd (never this process's). Whether it exists is the provider's check at spawn,
+ * before anything starts (CWD_NOT_FOUND).
+ *
+ * @example
+ * ```ts
+ * resolveCwd('/repo', 'packages/a'); // '/repo/packages/a'
+ * resolveCwd('/repo', undefined);    // '/repo'
+ * ```
+ */
+export function resolveCwd(base: string, cwd: string | undefined): string {
+  return cwd === undefined ? base : resolve(base, cwd);
+}
+
 async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): Promise<ShellResult> {
   const { defaults } = deps;
   const child = await deps.provider.spawn({
     argv: [req.shell ?? defaults.shell, '-c', req.command],
-    cwd: req.cwd ?? defaults.cwd,
+    cwd: resolveCwd(defaults.cwd, req.cwd),
     stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
     cleanupGraceMs: defaults.cleanupGraceMs,
     env: { ...NON_INTERACTIVE_ENV, ...req.env },

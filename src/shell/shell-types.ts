@@ -1,9 +1,13 @@
+import type { JobInfo } from '../jobs/job-types.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 
 /** One command for `rt.shell.run` (SPEC section 9). */
 export interface ShellRequest {
   readonly command: string;
-  /** Defaults to the runtime's cwd. Must exist: a missing directory throws CWD_NOT_FOUND. */
+  /**
+   * Defaults to the runtime's cwd; a relative path is resolved against it. Must exist: a
+   * missing directory throws CWD_NOT_FOUND before anything starts.
+   */
   readonly cwd?: string;
   /**
    * A1: why the model wants this command, shown to the approver. The request's `owner` (an
@@ -53,4 +57,20 @@ export interface ShellResult {
   /** Leftover processes of the tree that could not be killed (never silently dropped, S4). */
   readonly escaped?: readonly number[];
   readonly durationMs: number;
+}
+
+/** `rt.shell`: one-shot commands (SPEC section 2). */
+export interface ShellService {
+  /**
+   * Runs a command to its end; exit, timeout and cancellation are result fields (C1). With
+   * `owner` (what the `bash` tool passes), the owner must be live and the command's env gets
+   * its identity: `TETHER_SESSION_ID` and `TETHER_AGENT_ID` for an agent (S3).
+   */
+  run(req: ShellRequest, owner?: AgentOwnerToken): Promise<ShellResult>;
+  /**
+   * Starts the command as a background job of `owner` (C3) and returns its info once the
+   * registry owns it. `req.signal` is checked before anything starts; `req.timeoutMs` kills
+   * the job's tree when it passes. Its env has the owner's identity and `TETHER_JOB_ID` (S3).
+   */
+  background(owner: AgentOwnerToken, req: ShellRequest): Promise<JobInfo>;
 }

@@ -132,6 +132,36 @@ export function isSecretValue(value: string): boolean {
   return SECRET_VALUE_PATTERNS.some(({ pattern }) => pattern.test(value));
 }
 
+/** What a command is told about who runs it (S3): each field becomes one variable. */
+export interface IdentitySnapshot {
+  readonly sessionId?: string | undefined;
+  /** The agent publication id. */
+  readonly agentId?: string | undefined;
+  /** Only in a background job's env. */
+  readonly jobId?: string | undefined;
+}
+
+/**
+ * The identity variables for a command's env overlay (S3's last sentence): `<prefix>SESSION_ID`,
+ * `<prefix>AGENT_ID`, `<prefix>JOB_ID` for the fields given. They go last in the overlay, after
+ * the sanitizer dropped every inherited variable of the prefix, so a nested command sees its
+ * own agent's values and never its parent's. An empty prefix names them with the default one.
+ *
+ * @example
+ * ```ts
+ * identityEnv({ sessionId: 's1', agentId: 'agent:s1:1' });
+ * // { TETHER_SESSION_ID: 's1', TETHER_AGENT_ID: 'agent:s1:1' }
+ * ```
+ */
+export function identityEnv(snapshot: IdentitySnapshot, prefix?: string): Record<string, string> {
+  const p = (prefix || DEFAULT_IDENTITY_PREFIX).toUpperCase();
+  const env: Record<string, string> = {};
+  if (snapshot.sessionId !== undefined) env[`${p}SESSION_ID`] = snapshot.sessionId;
+  if (snapshot.agentId !== undefined) env[`${p}AGENT_ID`] = snapshot.agentId;
+  if (snapshot.jobId !== undefined) env[`${p}JOB_ID`] = snapshot.jobId;
+  return env;
+}
+
 // Proxy names are matched case-insensitively: curl honours both http_proxy and HTTP_PROXY.
 function isProxyName(name: string): boolean {
   return PROXY_NAMES.includes(name.toLowerCase());

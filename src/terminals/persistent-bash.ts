@@ -1,4 +1,5 @@
-import { TetherError } from '../errors.js';
+import { resolve } from 'node:path';
+import { assertArgument, TetherError } from '../errors.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { PolicyStep } from '../policy/policy-types.js';
 import type { TerminalCommandResult, TerminalService } from './terminal-types.js';
@@ -8,6 +9,19 @@ export interface PersistentBashResult extends TerminalCommandResult {
   readonly fresh: boolean;
 }
 
+/** Options of one persistent-bash call. */
+export interface PersistentBashRunOptions {
+  readonly timeoutMs?: number;
+  /** Aborting interrupts the command and rejects with `ABORTED` (the shell stays usable). */
+  readonly signal?: AbortSignal;
+  /**
+   * Change the session's directory to this one first, as typing `cd` would: the session stays
+   * there for the calls after. Relative to the runtime's cwd. A directory the shell cannot
+   * enter fails with CWD_NOT_FOUND and the command does not run.
+   */
+  readonly cwd?: string;
+}
+
 /**
  * A one-shot-like call over one PTY reused per owner (SPEC section 8, persistent bash): state
  * (cwd, variables, functions) carries from call to call, the terminal itself stays hidden. If
@@ -15,33 +29,32 @@ export interface PersistentBashResult extends TerminalCommandResult {
  *
  * @example
  * ```ts
- * await rt.persistentBash.run(owner, 'cd /repo && export NODE_ENV=test');
+ * await rt.persistentBash.run(owner, 'export NODE_ENV=test', { cwd: 'packages/app' });
  * const r = await rt.persistentBash.run(owner, 'npm test', { timeoutMs: 300_000 });
  * ```
  */
 export interface PersistentBash {
-  /** `signal`: aborting interrupts the command and rejects with `ABORTED` (the shell stays usable). */
   run(
     owner: AgentOwnerToken,
     command: string,
-    opts?: { timeoutMs?: number; signal?: AbortSignal },
+    opts?: PersistentBashRunOptions,
   ): Promise<PersistentBashResult>;
 }
 
 /**
  * Creates the persistent-bash layer over a terminal service; it keeps only which terminal
  * serves which owner (teardown is the terminal service's: draining an owner closes it).
- * `decide` (A1) judges each command before anything starts, the hidden shell included.
+ * `cwd` is the runtime's cwd, against which a call's relative `cwd` is resolved; `decide` (A1)
+ * judges each command before anything starts, the hidden shell included.
  *
  * @example
  * ```ts
- * const bash = createPersistentBash(terminals, policy.decide);
+ * const bash = createPersistentBash(terminals, { cwd: '/repo', decide: policy.decide });
  * ```
  */
 export function createPersistentBash(
   terminals: TerminalService,
-  decide?: PolicyStep,
-  cwd?: string,
+  defaults: { readonly cwd: string; readonly decide?: PolicyStep } = { cwd: process.cwd() },
 ): PersistentBash {
   // Tokens have reference identity; a WeakMap lets a retired owner's entry go with it.
   const shells = new WeakMap<AgentOwnerToken, Promise<string>>();
@@ -51,30 +64,59 @@ export function createPersistentBash(
     id.catch(() => shells.delete(owner));
     return id;
   };
+  const execute = async (
+    owner: AgentOwnerToken,
+    id: string,
+    command: string,
+    opts: PersistentBashRunOptions,
+  ) => {
+    const { cwd, ...rest } = opts;
+    if (cwd !== undefined) {
+      const dir = resolve(defaults.cwd, cwd);
+      const cd = await terminals.execute(owner, id, `cd -- ${shellQuote(dir)}`, rest);
+      if (cd.exitCode !== 0 && !cd.shellReset) {
+        throw new TetherError(
+          'CWD_NOT_FOUND',
+          `cwd '${dir}' could not be entered (${cd.output.trim() || `cd exited ${cd.exitCode}`}); ` +
+            'pass a directory that exists',
+        );
+      }
+    }
+    return terminals.execute(owner, id, command, rest);
+  };
   return {
     async run(owner, command, opts = {}) {
+      const { decide } = defaults;
       if (decide !== undefined) {
-        if (typeof command !== 'string')
-          throw new TetherError('INVALID_ARGUMENT', 'command must be a string');
+        assertArgument(typeof command === 'string', 'command must be a string');
+        assertArgument(
+          opts.cwd === undefined || (typeof opts.cwd === 'string' && opts.cwd !== ''),
+          'cwd must be a non-empty string path',
+        );
         await decide({
           action: 'persistent-bash',
           owner,
           command,
-          cwd: cwd ?? process.cwd(),
+          cwd: resolve(defaults.cwd, opts.cwd ?? '.'),
           ...(opts.signal ? { signal: opts.signal } : {}),
         });
       }
       const known = shells.get(owner);
       const id = await (known ?? open(owner));
       try {
-        return { ...(await terminals.execute(owner, id, command, opts)), fresh: known === undefined };
+        return { ...(await execute(owner, id, command, opts)), fresh: known === undefined };
       } catch (err) {
         // The hidden terminal ended (closed, drained, its session exited): start over once.
         if (!(err instanceof TetherError) || !['TERMINAL_CLOSED', 'TERMINAL_NOT_FOUND'].includes(err.code))
           throw err;
         const fresh = await open(owner);
-        return { ...(await terminals.execute(owner, fresh, command, opts)), fresh: true };
+        return { ...(await execute(owner, fresh, command, opts)), fresh: true };
       }
     },
   };
+}
+
+// One word for bash, whatever `text` holds: single quotes, each ' written as '\''.
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }

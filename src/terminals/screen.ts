@@ -65,7 +65,8 @@ export async function renderScreen(raw: string, cols: number, rows: number): Pro
     const buffer = terminal.buffer.active;
     const lines: string[] = [];
     for (let y = 0; y < rows; y++)
-      lines.push(buffer.getLine(buffer.viewportY + y)?.translateToString(true) ?? '');
+      // trimEnd: xterm trims only cells never written; a prompt's written space stays otherwise.
+      lines.push((buffer.getLine(buffer.viewportY + y)?.translateToString(true) ?? '').trimEnd());
     while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
     return { text: lines.join('\n'), cols, rows, cursor: { row: buffer.cursorY, col: buffer.cursorX } };
   } finally {

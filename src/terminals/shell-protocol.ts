@@ -3,7 +3,9 @@
  * turns off history expansion (`!` stays literal), keeps our lines out of history, sets plain
  * prompts, and reports every finished command line from PROMPT_COMMAND as an OSC sequence
  * carrying the call's nonce and `$?`. PROMPT_COMMAND runs after Ctrl-C too, and it reads its
- * variables with `${…:-}`, so `set -euo pipefail` in a command does not break it.
+ * variables with `${…:-}`, so `set -euo pipefail` in a command does not break it. Every prompt
+ * ends with an invisible prompt marker (put back if a command replaced PS1), so `execute`
+ * returns once the next prompt is drawn: a screen read right after shows it, as a person would.
  */
 export const SHELL_RC = String.raw`set +H
 HISTCONTROL=ignorespace
@@ -13,6 +15,7 @@ bind 'set enable-bracketed-paste off' 2>/dev/null
 __tether_done() {
   local s=$?
   if [ -n "${'$'}{__tether_n:-}" ]; then printf '\033]697;E;%s;%s\007' "$__tether_n" "$s"; __tether_n=; fi
+  case ${'$'}{PS1:-} in *'697;P'*) ;; *) PS1+='\[\033]697;P\007\]' ;; esac
   return $s
 }
 __tether_ret() { return "$1"; }
@@ -20,6 +23,9 @@ PROMPT_COMMAND=__tether_done
 `;
 
 const START = '\x1b]697;S;';
+/** Printed at the end of every prompt (the rc file's PS1): the shell is ready for a line. */
+export const PROMPT_MARKER = '\x1b]697;P\x07';
+const PROMPT = PROMPT_MARKER;
 const END = '\x1b]697;E;';
 const BEL = '\x07';
 
@@ -54,12 +60,13 @@ export interface ParsedExecution {
 
 /**
  * Finds the output between this nonce's start and end markers in `text` (everything the
- * terminal printed since the line was written). Echo and prompts lie outside the markers;
- * `\r\n` is folded to `\n` (the tty's output translation).
+ * terminal printed since the line was written), once the prompt after the end marker was drawn.
+ * Echo and prompts lie outside the markers; `\r\n` is folded to `\n` (the tty's output
+ * translation).
  *
  * @example
  * ```ts
- * parseExecution('echo…\x1b]697;S;n1\x07hi\r\n\x1b]697;E;n1;0\x07$ ', 'n1'); // { output: 'hi\n', exitCode: 0 }
+ * parseExecution('echo…\x1b]697;S;n1\x07hi\r\n\x1b]697;E;n1;0\x07$ \x1b]697;P\x07', 'n1'); // { output: 'hi\n', exitCode: 0 }
  * ```
  */
 export function parseExecution(text: string, nonce: string): ParsedExecution | null {
@@ -67,7 +74,7 @@ export function parseExecution(text: string, nonce: string): ParsedExecution | n
   const end = text.indexOf(endMark);
   if (end < 0) return null;
   const bel = text.indexOf(BEL, end + endMark.length);
-  if (bel < 0) return null;
+  if (bel < 0 || !text.includes(PROMPT, bel)) return null;
   const exitCode = Number(text.slice(end + endMark.length, bel));
   const startMark = `${START}${nonce}${BEL}`;
   const start = text.lastIndexOf(startMark, end);

@@ -1,9 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TetherError } from '../errors.js';
+import { assertArgument, TetherError } from '../errors.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { TerminalHandle } from '../subprocess/types.js';
 import { ExecutionCapture } from './execution-capture.js';
-import type { PtySession } from './pty-host.js';
 import { executeLine } from './shell-protocol.js';
+import { FIRST_PROMPT_WAIT_MS } from './terminal-record.js';
+import type { TerminalTable } from './terminal-table.js';
 import type { TerminalCommandResult } from './terminal-types.js';
 
 /** After Ctrl-C on timeout, how long the shell has to print its prompt again before it is replaced. */
@@ -13,9 +16,81 @@ const OUTPUT_CAP_CHARS = 1_048_576;
 
 /** What `execute` needs from the terminal it runs on. */
 export interface ExecuteTarget {
-  readonly pty: PtySession;
+  readonly pty: TerminalHandle;
   /** Kills the current shell's tree and starts a fresh one behind the same terminal id. */
   resetShell(): Promise<void>;
+  /**
+   * The transcript shows `command` where the shell echoes `line` (T7 hygiene of `read` and
+   * `screen`); the returned function ends that once the call is over.
+   */
+  expectEcho?(nonce: string, line: string, command: string): () => void;
+}
+
+/**
+ * `execute` (T7) in the terminal's one turn: a shell reset spawns a fresh shell through the
+ * provider that opened the terminal, after the old tree's kill verdict; what execute covered
+ * is consumed from the read cursor.
+ *
+ * @example
+ * ```ts
+ * const r = await executeCommand(table, owner, id, 'echo hi', {});
+ * r.output; // 'hi\n'
+ * ```
+ */
+export async function executeCommand(
+  table: TerminalTable,
+  owner: AgentOwnerToken,
+  id: string,
+  command: string,
+  opts: { timeoutMs?: number; signal?: AbortSignal },
+): Promise<TerminalCommandResult> {
+  const record = table.lookup(owner, id);
+  assertArgument(typeof command === 'string', 'command must be a string');
+  const timeoutMs = opts.timeoutMs ?? 120_000;
+  assertArgument(
+    Number.isFinite(timeoutMs) && timeoutMs > 0,
+    `timeoutMs must be a positive finite number, got ${timeoutMs}`,
+  );
+  assertArgument(
+    opts.signal === undefined || opts.signal instanceof AbortSignal,
+    'signal must be an AbortSignal',
+  );
+  // A1: a hidden terminal's commands were judged by the layer that hides it (persistent bash).
+  if (!record.hidden) {
+    await table.config.decide?.({
+      action: 'terminal.execute',
+      owner,
+      command,
+      cwd: record.spec.cwd,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+  }
+  return table.withTurn(record, 'execute', async () => {
+    record.executing = true;
+    try {
+      const from = record.output.end;
+      await record.shellReady(FIRST_PROMPT_WAIT_MS);
+      const result = await executeInTerminal(
+        {
+          pty: record.pty,
+          resetShell: async () => {
+            await record.pty.kill();
+            record.replacePty(await record.provider.spawnTerminal(record.spec));
+            record.actor.send({ type: 'SHELL_RESET' });
+            table.watchExit(record);
+          },
+          expectEcho: (nonce, line, typed) => record.expectEcho(nonce, line, typed),
+        },
+        command,
+        timeoutMs,
+        opts.signal,
+      );
+      record.output.read(from, Number.MAX_SAFE_INTEGER); // what execute covered is consumed
+      return result;
+    } finally {
+      record.executing = false;
+    }
+  });
 }
 
 /**
@@ -42,8 +117,10 @@ export async function executeInTerminal(
   const capture = new ExecutionCapture(randomBytes(8).toString('hex'), OUTPUT_CAP_CHARS);
   const unsubscribe = pty.onData((text) => capture.push(text));
   const timers = new AbortController();
+  const line = executeLine(capture.nonce, command);
+  const endEcho = target.expectEcho?.(capture.nonce, line, command);
   try {
-    await pty.write(executeLine(capture.nonce, command));
+    await pty.write(line);
     const ended = await race(capture, pty, timeoutMs, timers.signal, signal);
     if (ended === 'finished') return finished(capture, false);
     if (ended === 'timeout' || ended === 'aborted') {
@@ -66,6 +143,7 @@ export async function executeInTerminal(
     timers.abort();
     capture.abandon();
     unsubscribe();
+    endEcho?.();
   }
 }
 
@@ -81,7 +159,7 @@ function abortedError(): TetherError {
 // Which comes first: the end marker, the shell's exit, the deadline, or the caller's abort.
 async function race(
   capture: ExecutionCapture,
-  pty: PtySession,
+  pty: TerminalHandle,
   ms: number,
   stop: AbortSignal,
   caller?: AbortSignal,

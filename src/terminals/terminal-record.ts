@@ -1,16 +1,23 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Actor } from 'xstate';
 import type { terminalMachine } from '../../machines/terminal.js';
 import { RetainedOutput } from '../output/retained-output.js';
 import type { SubprocessProvider, TerminalHandle, TerminalSpawnSpec } from '../subprocess/types.js';
 import { MarkerFilter } from './marker-filter.js';
 import { ScreenTail } from './screen.js';
+import { PROMPT_MARKER } from './shell-protocol.js';
 import type { TerminalExit, TerminalInfo } from './terminal-types.js';
 
 /**
  * One open terminal as the service holds it: its actor (the lifecycle's only truth), the PTY
  * session currently behind it (replaced when `execute` resets the shell), and its retained
- * output. The raw stream goes through the marker filter into the retention buffer.
+ * output. The raw stream goes through the marker filter (T7: no markers, no wrapper echo) into
+ * the retention buffer and the screen tail.
  */
+
+/** At most this long the first send or execute of a fresh shell waits for its first prompt. */
+export const FIRST_PROMPT_WAIT_MS = 10_000;
+
 export class TerminalRecord {
   readonly id: string;
   readonly ownerKey: string;
@@ -25,6 +32,8 @@ export class TerminalRecord {
   #pty: TerminalHandle;
   #unsubscribe: () => void;
   readonly #filter = new MarkerFilter();
+  /** Resolves when the current shell drew its first prompt (only shells started with our rc file). */
+  #prompted: Promise<void> | null = null;
   /** Recent raw output for `screen` (independent of the read cursor). */
   readonly screenTail = new ScreenTail();
   /** Set while `execute` owns the shell's fate (an exit then means "restart", not "closed"). */
@@ -100,11 +109,60 @@ export class TerminalRecord {
     };
   }
 
+  /**
+   * T7 on the transcript: until `execute`'s start marker for `nonce`, the shell's echo of
+   * `line` is shown as `command` (see {@link MarkerFilter.expectEcho}). Call the returned
+   * function when the execute is over.
+   */
+  expectEcho(nonce: string, line: string, command: string): () => void {
+    this.#filter.expectEcho(nonce, line, command);
+    return () => this.#show(this.#filter.push(this.#filter.endEcho()));
+  }
+
+  /**
+   * Waits until the current shell drew its first prompt (it exited, or `boundMs` passed): input
+   * typed before bash set up its line editor is echoed twice and read half-ready, so the first
+   * send or execute of a fresh shell waits for it. Immediate afterwards, and for other shells.
+   */
+  async shellReady(boundMs: number): Promise<void> {
+    if (this.#prompted === null) return;
+    const stop = new AbortController();
+    try {
+      await Promise.race([
+        this.#prompted,
+        this.#pty.exited,
+        sleep(boundMs, undefined, { signal: stop.signal }).catch(() => {}),
+      ]);
+    } finally {
+      stop.abort();
+    }
+  }
+
   #attach(pty: TerminalHandle): () => void {
+    let markPrompted: (() => void) | null = null;
+    let seen = '';
+    this.#prompted = this.spec.argv.includes('--rcfile')
+      ? new Promise((resolve) => {
+          markPrompted = resolve;
+        })
+      : null;
     return pty.onData((text) => {
-      const visible = this.#filter.push(text);
-      this.output.append(visible);
-      this.screenTail.push(visible);
+      if (markPrompted !== null) {
+        // The marker may be split across two batches: keep the end of the previous one.
+        seen = seen.slice(-PROMPT_MARKER.length) + text;
+        if (seen.includes(PROMPT_MARKER)) {
+          markPrompted();
+          markPrompted = null;
+          this.#prompted = null;
+        }
+      }
+      this.#show(this.#filter.push(text));
     });
+  }
+
+  #show(visible: string): void {
+    if (visible === '') return;
+    this.output.append(visible);
+    this.screenTail.push(visible);
   }
 }

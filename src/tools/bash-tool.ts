@@ -16,6 +16,7 @@ interface BashArgs {
   readonly command: string;
   readonly timeout_ms?: number;
   readonly run_in_background?: boolean;
+  readonly workdir?: string;
   readonly escalate?: boolean;
   readonly justification?: string;
 }
@@ -40,6 +41,13 @@ export function bashTool(persistent: boolean): ToolDefinition {
           type: 'string',
           minLength: 1,
           description: 'The command line to run with bash (pipes, &&, redirections and quotes work).',
+        },
+        workdir: {
+          type: 'string',
+          minLength: 1,
+          description: persistent
+            ? 'The directory to run in, like typing cd first: your session stays there for later calls. Relative paths are relative to the default working directory. Default: wherever your session is.'
+            : 'The directory to run in. Relative paths are relative to the default working directory. Default: the default working directory. It must exist: a missing one is an error and nothing runs.',
         },
         timeout_ms: {
           type: 'integer',
@@ -82,27 +90,31 @@ export function bashTool(persistent: boolean): ToolDefinition {
 }
 
 const ONE_SHOT_DESCRIPTION = `Runs a shell command with /bin/bash -c and returns its output (stdout and stderr interleaved) and exit code.
-Each call starts a fresh shell in the default working directory: use 'cd dir && cmd' when a directory matters; variables do not carry over.
+Each call starts a fresh shell in the default working directory, or in workdir when you give one; cd and variables do not carry over to the next call.
 stdin is closed, so interactive programs get EOF; use terminal_open and terminal_send for those.
 Long output keeps its end; the complete output is saved to a file whose path the result names.
 For commands that take long or never end (servers, watchers), set run_in_background: true and follow the job with job_wait, job_read and job_kill.`;
 
 const PERSISTENT_DESCRIPTION = `Runs a shell command in your persistent bash session and returns what it printed and its exit code.
 The session lives across calls: cd, exported variables, functions and aliases carry over to the next call.
+It starts in the default working directory and stays wherever you cd; workdir is the same as running cd there first (the session stays there too).
 Do not start interactive programs here (they would wait for input until the deadline); use terminal_open and terminal_send for those.
 Long output keeps its end (no full copy is saved; redirect to a file if you need all of it).
-With run_in_background: true the command runs as a background job in a fresh shell (it does not see this session's cwd or variables); follow it with job_wait, job_read and job_kill.`;
+With run_in_background: true the command runs as a background job in a fresh shell, in workdir or else the default working directory (it does not see this session's cwd or variables); follow it with job_wait, job_read and job_kill.`;
 
 async function oneShot(ctx: ToolContext, args: BashArgs): Promise<ToolOutput> {
   const timeoutMs = args.timeout_ms ?? DEFAULT_BASH_TIMEOUT_MS;
-  const result = await ctx.rt.shell.run({
-    command: args.command,
-    owner: ctx.owner, // X4: the owner's placement (its sandbox, its isolation)
-    timeoutMs,
-    ...(ctx.signal ? { signal: ctx.signal } : {}),
-
-    ...policyFields(args), // A1, A4: what the approver sees, the escalation asked for
-  });
+  // With the owner: its identity is in the command's env (S3), its placement and policy (X4, A1).
+  const result = await ctx.rt.shell.run(
+    {
+      command: args.command,
+      timeoutMs,
+      ...(args.workdir !== undefined ? { cwd: args.workdir } : {}),
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+      ...policyFields(args), // A1, A4: what the approver sees, the escalation asked for
+    },
+    ctx.owner,
+  );
   const output = fitShellOutput(result, ctx.budget - FACTS_RESERVE);
   const text = `${withNewline(output) || '(no output)\n'}${shellFacts(result, timeoutMs)}`;
   const { output: _full, ...facts } = result;
@@ -113,6 +125,7 @@ async function inPersistentShell(ctx: ToolContext, args: BashArgs): Promise<Tool
   const timeoutMs = args.timeout_ms ?? DEFAULT_BASH_TIMEOUT_MS;
   const result = await ctx.rt.persistentBash.run(ctx.owner, args.command, {
     timeoutMs,
+    ...(args.workdir !== undefined ? { cwd: args.workdir } : {}),
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   });
   const restarted = result.fresh && ctx.seen.has('persistent-bash');
@@ -127,6 +140,7 @@ async function inPersistentShell(ctx: ToolContext, args: BashArgs): Promise<Tool
 async function background(ctx: ToolContext, args: BashArgs): Promise<ToolOutput> {
   const job = await ctx.rt.shell.background(ctx.owner, {
     command: args.command,
+    ...(args.workdir !== undefined ? { cwd: args.workdir } : {}),
     ...(args.timeout_ms !== undefined ? { timeoutMs: args.timeout_ms } : {}),
     ...(ctx.signal ? { signal: ctx.signal } : {}),
 

@@ -88,7 +88,7 @@ export function describeTerminal(t: TerminalInfo, now: number = Date.now()): str
 export function describeSessionExit(exit: TerminalExit): string {
   const how =
     exit.reason === 'host_crashed'
-      ? 'the PTY host crashed; its processes were killed'
+      ? 'the terminal host crashed; its processes were killed'
       : exit.exitCode !== null
         ? `exit code ${exit.exitCode}`
         : `signal ${exit.signal ?? 'unknown'}`;

@@ -10,7 +10,12 @@ const terminalOpen = defineTool<{ cwd?: string; cols?: number; rows?: number }>(
 Use it for interactive programs (prompts, REPLs, password-less ssh, debuggers) and for sessions whose state must last: what you type with terminal_send stays in the same shell.
 Close it with terminal_close when done.`,
   inputSchema: objectSchema({
-    cwd: { type: 'string', minLength: 1, description: 'Starting directory. Default: the runtime’s.' },
+    cwd: {
+      type: 'string',
+      minLength: 1,
+      description:
+        'Starting directory; a relative one starts at the default working directory. Default: the default working directory.',
+    },
     cols: { type: 'integer', minimum: 20, maximum: 1_000, description: 'Width in columns. Default 120.' },
     rows: { type: 'integer', minimum: 5, maximum: 1_000, description: 'Height in rows. Default 40.' },
   }),

@@ -86,7 +86,7 @@ export function createToolRegistry(rt: ToolRuntime, opts: ToolRegistryOptions = 
           );
         }
         if (callOpts.signal?.aborted)
-          return failure('ABORTED', `the ${name} call was cancelled before it ran`);
+          return failure('ABORTED', `the ${name} call was cancelled before it ran`, 'Nothing was started.');
         const ctx: ToolContext = {
           rt,
           owner,
@@ -98,7 +98,7 @@ export function createToolRegistry(rt: ToolRuntime, opts: ToolRegistryOptions = 
         const out = await tool.run(ctx, checked.args);
         return { ok: true, text: fitBudget(out.text, budget), data: out.data };
       } catch (err) {
-        return errorResult(err);
+        return errorResult(err, { tool: String(name), args });
       }
     },
   };

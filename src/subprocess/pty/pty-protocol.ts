@@ -58,6 +58,8 @@ export type PtyHostEvent =
       readonly exitCode: number | null;
       readonly signal: NodeJS.Signals | null;
     }
+  /** The worker's module has run: it takes requests (a failure before this is a startup failure). */
+  | { readonly type: 'ready' }
   /** The worker hit an unexpected error: it kills every PTY group, then exits by itself. */
   | { readonly type: 'fatal'; readonly message: string };
 

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
-import { TetherError } from '../errors.js';
-import { killProcessTree } from '../subprocess/tree-kill.js';
+import { TetherError } from '../../errors.js';
+import { workerExecArgv } from '../../worker-exec-argv.js';
+import { killProcessTree } from '../tree-kill.js';
 import type { PtyHostEvent, PtyHostRequest, PtyHostWorkerData, PtyOpenRequest } from './pty-protocol.js';
 import { HostedPtySession, type PtySession } from './pty-session.js';
 
@@ -35,6 +36,8 @@ export class PtyHostWorker {
   readonly #onGone: (generation: PtyHostWorker) => void;
   readonly #ackEveryChars: number;
   #state: 'running' | 'stopping' | 'crashed' | 'ended' = 'running';
+  /** The worker's module ran (`ready`): a crash before that is a startup failure. */
+  #ready = false;
   #stopping: Promise<void> | null = null;
   #crashHandled: Promise<void> | null = null;
   #terminating = false;
@@ -43,12 +46,13 @@ export class PtyHostWorker {
   constructor(url: URL, tuning: PtyHostWorkerData, onGone: (generation: PtyHostWorker) => void) {
     this.#onGone = onGone;
     this.#ackEveryChars = Math.max(1, Math.floor(tuning.maxUnackedChars / 4));
-    this.#worker = new Worker(url, { workerData: tuning });
+    // Its own filtered options: the host's may fail a worker (`node --input-type=module -e …`).
+    this.#worker = new Worker(url, { workerData: tuning, execArgv: workerExecArgv() });
     this.#worker.on('message', (event: PtyHostEvent) => this.#onEvent(event));
-    this.#worker.on('error', (err) => this.#crash(`the PTY host worker failed: ${err.message}`));
+    this.#worker.on('error', (err) => this.#crash(`failed: ${err.message}`));
     this.#threadExited = new Promise((resolve) => {
       this.#worker.once('exit', (code) => {
-        if (!this.#terminating) this.#crash(`the PTY host worker exited with code ${code}`);
+        if (!this.#terminating) this.#crash(`exited with code ${code}`);
         resolve();
       });
     });
@@ -106,6 +110,9 @@ export class PtyHostWorker {
       }
       if (this.#state === 'crashed') {
         // A crashing worker ends by itself once its leaders are dead (see workers/pty-host.ts).
+        // Whoever awaits that end keeps the process alive until it came (else a host with
+        // nothing else to do exits with the dispose promise unsettled).
+        this.#worker.ref();
         await this.#crashHandled;
         await this.#threadExited;
         return;
@@ -121,8 +128,12 @@ export class PtyHostWorker {
   }
 
   #onEvent(event: PtyHostEvent): void {
+    if (event.type === 'ready') {
+      this.#ready = true;
+      return;
+    }
     if (event.type === 'fatal') {
-      this.#crash(`the PTY host worker failed: ${event.message}`);
+      this.#crash(`failed: ${event.message}`);
       return;
     }
     if (this.#state === 'crashed' || this.#state === 'ended') return;
@@ -174,16 +185,28 @@ export class PtyHostWorker {
     return opening;
   }
 
-  // The worker dies or died: fail what is pending, kill every tree from here, end the sessions.
-  #crash(why: string): void {
+  // The worker dies or died (`how`: "failed: …", "exited with code 1"): fail what is pending,
+  // kill every tree from here, end the sessions.
+  #crash(how: string): void {
     if (this.#state === 'crashed' || this.#state === 'ended') return;
     this.#state = 'crashed';
     this.#onGone(this);
     this.#worker.unref();
     const openings = [...this.#opening.values()];
     this.#opening.clear();
+    // A worker that never started fails the same way on every open: retrying cannot help.
+    const failure = this.#ready
+      ? new TetherError(
+          'TERMINAL_CLOSED',
+          `the PTY host worker ${how}; the terminal was not opened, open again`,
+        )
+      : new TetherError(
+          'SPAWN_FAILED',
+          `the PTY host worker could not start (it ${how}); no terminal can open in this process until ` +
+            'that is fixed: opening again fails the same way',
+        );
     const sweeps = openings.map((o) => {
-      o.reject(new TetherError('TERMINAL_CLOSED', `${why}; the terminal was not opened, open again`));
+      o.reject(failure);
       // It may have been forked already: only its env marker can find it (no pid matches -1).
       return killProcessTree({ root: { pid: -1, startTime: -1 }, treeId: o.treeId }, { graceMs: 0 });
     });
