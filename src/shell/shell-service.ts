@@ -81,7 +81,7 @@ export function shellPolicyCheck(
   return {
     action,
     command: req.command,
-    cwd: req.cwd ?? defaultCwd,
+    cwd: resolveCwd(defaultCwd, req.cwd), // what will run: a relative cwd as resolved
     ...(owner !== undefined ? { owner } : {}),
     ...(req.escalate !== undefined ? { escalate: req.escalate } : {}),
     ...(req.justification !== undefined ? { justification: req.justification } : {}),
