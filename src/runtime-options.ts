@@ -2,6 +2,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
 import { assertArgument } from './errors.js';
+import type { Policy } from './policy/policy-types.js';
+import type { SandboxOptions } from './sandbox/sandbox-types.js';
 import { defaultStateDir } from './subprocess/containment/runtime-boundary.js';
 import type { EnvPolicy } from './subprocess/env.js';
 import type { SubprocessProvider } from './subprocess/types.js';
@@ -49,6 +51,14 @@ export interface RuntimeOptions {
   readonly inspect?: (event: InspectionEvent) => void;
   /** The model tools (`rt.tools`, `agent.tools`): `persistentBash`, `outputBudgetChars`. */
   readonly tools?: ToolRegistryOptions;
+  /**
+   * A1/A2: decided before anything starts (rules, an approver, a default); an agent's own
+   * (`agents.create({ policy })`) replaces it. None (the default): everything is allowed,
+   * and escalation (A4) is denied.
+   */
+  readonly policy?: Policy;
+  /** A3: where commands run; an agent's own (`agents.create({ sandbox })`) replaces it. */
+  readonly sandbox?: SandboxOptions;
   readonly limits?: {
     /** Characters of output kept in a shell result; default 30,000. */
     readonly outputCapChars?: number;
@@ -89,6 +99,8 @@ export interface ResolvedOptions {
   readonly env: EnvPolicy;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
   readonly tools: ToolRegistryOptions;
+  readonly policy: Policy | undefined;
+  readonly sandbox: SandboxOptions | undefined;
   readonly outputCapChars: number;
   readonly cleanupGraceMs: number;
   readonly drainMs: number;
@@ -116,6 +128,8 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     env: options.env ?? {},
     inspect: options.inspect,
     tools: options.tools ?? {},
+    policy: options.policy,
+    sandbox: options.sandbox,
     outputCapChars: limits.outputCapChars ?? 30_000,
     cleanupGraceMs: limits.cleanupGraceMs ?? 2_000,
     drainMs: limits.drainMs ?? 500,

@@ -5,9 +5,11 @@ import { createJobService } from './jobs/job-service.js';
 import type { JobService, JobServiceStats } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
 import { createSpillRetention } from './output/spill-retention.js';
-import { identifiedJobSpec, ownerEnv, withIdentity } from './owner-env.js';
+import { identifiedJobSpec, ownerEnv, requestOwner, withIdentity, withOwner } from './owner-env.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
+import { assertPolicy, createPolicyGate } from './policy/policy-gate.js';
 import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
+import { startShellJob } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellService } from './shell/shell-types.js';
 import type { ContainmentMode } from './subprocess/containment/containment-types.js';
@@ -71,6 +73,8 @@ export interface RuntimeStats {
   readonly jobs: JobServiceStats;
   readonly terminals: TerminalServiceStats;
   readonly agents: AgentServiceStats;
+  /** A1: approvals pending now (each also counted in `waiters`). */
+  readonly policy: { readonly asking: number };
 }
 
 /** The composition root's product (SPEC section 9). */
@@ -137,6 +141,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       : createSpillRetention({ dir: boundary.spillDir, root: spillRoot, budgetBytes: opts.spillBudgetBytes });
   const owners = createOwnerRegistry();
   const envOf = ownerEnv(owners, opts.env.identityPrefix);
+  // A1: the one decision point; every spawn path below calls `policy.decide` first.
+  const policy = createPolicyGate({ owners, policy: opts.policy, sandbox: opts.sandbox });
   const jobs = createJobService({
     owners,
     maxRunningPerOwner: opts.maxJobsPerOwner,
@@ -155,6 +161,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     retentionChars: opts.terminalRetentionChars,
     maxPerOwner: opts.maxTerminalsPerOwner,
     identityEnv: (owner) => envOf(owner),
+    decide: policy.decide,
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   const inFlight = new Set<Promise<unknown>>();
@@ -201,6 +208,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       return current;
     },
     lifetime: lifetime.signal,
+    decide: policy.decide,
     spillPool,
     spills,
     defaults: {
@@ -215,19 +223,23 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   const shell: ShellService = {
     run: (req, owner) =>
       track(async () => {
-        if (owner === undefined) return runShell(shellDeps, req);
-        return runShell(shellDeps, withIdentity(req, envOf(owners.assertLive(owner))));
+        // The owner decides the policy (A1) and carries its identity into the env (S3).
+        const who = requestOwner(req, owner);
+        if (who === undefined) return runShell(shellDeps, req);
+        return runShell(shellDeps, withIdentity(withOwner(req, who), envOf(owners.assertLive(who))));
       }),
     background: (owner, req) =>
       track(() =>
-        jobs.start(
+        startShellJob(
+          shellDeps,
+          jobs,
           owner,
+          req,
           identifiedJobSpec(shellDeps, req, (jobId) => envOf(owner, jobId)),
-          req?.signal !== undefined ? { signal: req.signal } : {},
         ),
       ),
   };
-  const persistentBash = createPersistentBash(terminals, { cwd: opts.cwd });
+  const persistentBash = createPersistentBash(terminals, { cwd: opts.cwd, decide: policy.decide });
   const tools = createToolRegistry({ shell, jobs, terminals, persistentBash }, opts.tools);
   // Agents drain their terminals, then their jobs (reverse start order, D1).
   const agents = createAgentService({
@@ -248,8 +260,26 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     persistentBash,
     tools,
     owners: { host: () => reclaimedOnRetire(owners.host()) },
-    agents: { create: (o) => agents.create(o), stats: () => agents.stats() },
     recovered: boundary.recovered,
+    agents: {
+      // A1/A3: the agent's own policy and sandbox replace the runtime's for its owner.
+      create(o) {
+        if (o?.policy !== undefined) assertPolicy(o.policy, 'agents.create({ policy })');
+        const agent = agents.create(o);
+        policy.bind(agent.owner, {
+          policy: o.policy,
+          sandbox: o.sandbox,
+          caller: {
+            kind: 'agent',
+            owner: owners.keyOf(agent.owner),
+            sessionId: agent.sessionId,
+            agentId: agent.id,
+          },
+        });
+        return agent;
+      },
+      stats: () => agents.stats(),
+    },
     stats() {
       const [j, t, a] = [jobs.stats(), terminals.stats(), agents.stats()];
       const providerWorkers = [...providers].reduce((n, p) => n + (p.workers ?? 0), 0);
@@ -271,10 +301,12 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
           a.waiters +
           a.errors +
           a.reloads +
+          policy.asking +
           inFlight.size,
         jobs: j,
         terminals: t,
         agents: a,
+        policy: { asking: policy.asking },
       };
     },
     // Not tracked: dispose must not wait for a provider factory (it may never settle).
@@ -298,6 +330,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     dispose() {
       disposing ??= (async () => {
         lifetime.abort(); // running one-shot commands are cancelled (D2)
+        policy.dispose(); // pending approvals end (RUNTIME_DISPOSED): an ask never holds teardown
         await agents.dispose(); // D1 for every agent: owners retired, turns aborted, resources drained
         await Promise.allSettled([...inFlight]);
         // Reverse start order: terminals, then jobs, each to verified-dead trees (D2).

@@ -4,6 +4,8 @@ import type { Notice } from '../../machines/completion-router.js';
 import type { JobService } from '../jobs/job-types.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { Policy } from '../policy/policy-types.js';
+import type { SandboxOptions } from '../sandbox/sandbox-types.js';
 import type { TerminalService } from '../terminals/terminal-types.js';
 import type { OwnerTools } from '../tools/tool-types.js';
 import type { Clock } from './agent-clock.js';
@@ -69,6 +71,10 @@ export interface AgentOptions {
    * notice is not queued, not retried, and the failure goes to the error path (W1).
    */
   onNotice?(notice: Notice): void | Promise<void>;
+  /** A1: this agent's policy; replaces the runtime's (`createRuntime({ policy })`). */
+  readonly policy?: Policy;
+  /** A3: this agent's sandbox; replaces the runtime's. */
+  readonly sandbox?: SandboxOptions;
 }
 
 /** A snapshot of one agent's machine, for operators and tests. */

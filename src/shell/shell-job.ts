@@ -1,7 +1,8 @@
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument } from '../errors.js';
-import type { JobExit, JobHooks, JobRunContext, JobSpec } from '../jobs/job-types.js';
+import type { JobExit, JobHooks, JobInfo, JobRunContext, JobService, JobSpec } from '../jobs/job-types.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
 import { signalProcessGroup } from '../subprocess/identity.js';
 import type { SubprocessHandle } from '../subprocess/types.js';
 import {
@@ -9,6 +10,7 @@ import {
   NON_INTERACTIVE_ENV,
   resolveCwd,
   type ShellDeps,
+  shellPolicyCheck,
   validateShellRequest,
 } from './shell-service.js';
 import type { ShellRequest } from './shell-types.js';
@@ -16,6 +18,28 @@ import type { ShellRequest } from './shell-types.js';
 /** How long an interrupted job may take to exit on its own before the tree kill (J7). */
 const INTERRUPT_GRACE_MS = 200;
 const LABEL_CHARS = 120;
+
+/**
+ * `rt.shell.background` (C3 with A1): the request is checked, the policy decides, and only
+ * then does `jobs.start` reserve capacity, spawn and register — a denial starts and registers
+ * nothing. `spec` is the producer to start (the composition root's carries the owner's
+ * identity env, S3); by default the plain shell producer.
+ *
+ * @example
+ * ```ts
+ * const job = await startShellJob(deps, jobs, owner, { command: 'npm test' });
+ * ```
+ */
+export async function startShellJob(
+  deps: ShellDeps,
+  jobs: Pick<JobService, 'start'>,
+  owner: AgentOwnerToken,
+  req: ShellRequest,
+  spec: JobSpec = shellJobSpec(deps, req),
+): Promise<JobInfo> {
+  await deps.decide?.(shellPolicyCheck('shell.background', req, deps.defaults.cwd, owner));
+  return jobs.start(owner, spec, req.signal !== undefined ? { signal: req.signal } : {});
+}
 
 /**
  * The shell producer for the job registry (C3): everything is resolved here, before

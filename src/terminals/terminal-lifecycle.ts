@@ -15,6 +15,24 @@ import type {
 } from './terminal-types.js';
 
 /**
+ * A1: opening is judged as its shell; a hidden terminal (the persistent bash's) is judged per
+ * command by the layer that hides it. A runtime disposed while the approver thought opens nothing.
+ */
+async function decideOpen(
+  table: TerminalTable,
+  owner: AgentOwnerToken,
+  opts: TerminalOpenOptions,
+): Promise<void> {
+  const { decide, defaults } = table.config;
+  assertArgument(typeof opts === 'object' && opts !== null, 'open options must be an object');
+  if (decide === undefined || opts.hidden === true) return;
+  const shell = opts.shell ?? defaults.shell;
+  await decide({ action: 'terminal.open', owner, command: shell, cwd: opts.cwd ?? defaults.cwd });
+  if (table.disposing)
+    throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+}
+
+/**
  * `open` (T1, T4): checks the owner's cap (opens in flight count), starts the terminal's actor,
  * spawns the shell through the current provider, and wires the record's end: a closed terminal
  * is remembered and its session exit published. The machine's `closer` is the provider's tree
@@ -33,6 +51,7 @@ export async function openTerminal(
 ): Promise<TerminalInfo> {
   if (table.disposing)
     throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+  await decideOpen(table, owner, opts); // A1: before anything starts
   const { owners, defaults, currentProvider, maxPerOwner, retentionChars, inspect } = table.config;
   const token = owners.assertLive(owner);
   const ownerKey = owners.keyOf(token);

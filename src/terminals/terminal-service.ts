@@ -1,6 +1,7 @@
 import type { InspectionEvent } from 'xstate';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { PolicyStep } from '../policy/policy-types.js';
 import type { EnvPolicy } from '../subprocess/env.js';
 import { createLocalProvider } from '../subprocess/local-provider.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
@@ -37,6 +38,11 @@ export interface TerminalServiceOptions {
    */
   readonly identityEnv?: (owner: AgentOwnerToken) => Readonly<Record<string, string>>;
   readonly inspect?: (event: InspectionEvent) => void;
+  /**
+   * A1: the policy step, called at the entry of `open` (the shell), `execute` (the command) and
+   * `send` (raw input) before anything happens; none: everything is allowed.
+   */
+  readonly decide?: PolicyStep;
 }
 
 /**
@@ -64,6 +70,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     maxPerOwner: options.maxPerOwner ?? 8,
     inspect: options.inspect,
     identityEnv: options.identityEnv ?? (() => ({})),
+    decide: options.decide,
   });
   // The rc file exists from the first open until dispose.
   const rc = new ShellRcFile();
