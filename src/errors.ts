@@ -18,7 +18,8 @@ export type TetherErrorCode =
   | 'TERMINAL_FORBIDDEN'
   | 'TERMINAL_LIMIT'
   | 'TERMINAL_CLOSED'
-  | 'UNSUPPORTED_PLATFORM';
+  | 'UNSUPPORTED_PLATFORM'
+  | 'SANDBOX_UNAVAILABLE';
 
 /**
  * The one error class Tether throws. `code` is stable; `message` says what to do.

@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
 import { assertArgument } from './errors.js';
+import type { IsolationMode, SandboxOptions } from './sandbox/sandbox-types.js';
 import type { EnvPolicy } from './subprocess/env.js';
 import type { SubprocessProvider } from './subprocess/types.js';
 import type { ToolRegistryOptions } from './tools/tool-types.js';
@@ -15,6 +16,13 @@ export interface RuntimeOptions {
    * from then on: `rt.dispose()` calls its `dispose` (if any) after every process is gone.
    */
   readonly provider?: SubprocessProvider;
+  /**
+   * A3: the sandbox every owner's processes run in (an agent or host owner may override it);
+   * default `{ mode: 'off' }`. A sandbox this machine cannot give rejects SANDBOX_UNAVAILABLE.
+   */
+  readonly sandbox?: SandboxOptions;
+  /** K5: `'pid'` gives every owner a PID namespace of its own; default `'none'`. */
+  readonly isolation?: IsolationMode;
   /** Where complete outputs are spilled; default `<tmpdir>/tether-spill`. `false`: never spill (tail only). */
   readonly spillDir?: string | false;
   /** Default cwd for commands; default `process.cwd()`. */
@@ -60,6 +68,8 @@ export interface RuntimeOptions {
 
 export interface ResolvedOptions {
   readonly provider: SubprocessProvider | undefined;
+  readonly sandbox: SandboxOptions | undefined;
+  readonly isolation: IsolationMode | undefined;
   readonly spillDir: string | false;
   readonly cwd: string;
   readonly shell: string;
@@ -84,6 +94,8 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   const limits = options.limits ?? {};
   const resolved: ResolvedOptions = {
     provider: options.provider,
+    sandbox: options.sandbox,
+    isolation: options.isolation,
     spillDir: options.spillDir ?? join(tmpdir(), 'tether-spill'),
     cwd: options.cwd ?? process.cwd(),
     shell: options.shell ?? '/bin/bash',

@@ -6,7 +6,11 @@ import type { JobInfo, JobService, JobServiceStats } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
 import type { AgentOwnerToken } from './owners/owner-token.js';
+import { createPlacement, type SandboxStats } from './placement/placement.js';
+import type { PlacementOptions } from './placement/placement-types.js';
 import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
+import { resolveConfinement } from './sandbox/sandbox-options.js';
+import { findSandboxTools, probeSandbox } from './sandbox/sandbox-tools.js';
 import { shellJobSpec } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellRequest, ShellResult } from './shell/shell-types.js';
@@ -38,9 +42,10 @@ export interface OwnerService {
    * A new owner. Its `retire()` ends it: new operations fail with `OWNER_RETIRED`, and what it
    * started is reclaimed in the background — terminals, then jobs, to verified-dead trees
    * (`rt.terminals.drainOwner(token)` / `rt.jobs.drainOwner(token)` await each part;
-   * `rt.dispose()` waits for it).
+   * `rt.dispose()` waits for it). `options` place it (X4, A3, K5): its own provider, sandbox
+   * or isolation, overriding the runtime's; its enclave ends once it is reclaimed.
    */
-  host(): OwnerLease;
+  host(options?: PlacementOptions): OwnerLease;
 }
 
 /**
@@ -71,6 +76,8 @@ export interface RuntimeStats {
   readonly jobs: JobServiceStats;
   readonly terminals: TerminalServiceStats;
   readonly agents: AgentServiceStats;
+  /** A3: the runtime's sandbox (mode, mechanism, network, roots) and the enclaves running now. */
+  readonly sandbox: SandboxStats;
 }
 
 /** The composition root's product (SPEC section 9). */
@@ -117,6 +124,15 @@ export interface Runtime {
  */
 export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> {
   const opts = resolveOptions(options);
+  // A3: a sandbox this machine cannot give fails here, before anything starts.
+  const confinement = resolveConfinement(opts.sandbox, opts.isolation, opts.cwd);
+  if (confinement !== null) {
+    const { network } = confinement.description;
+    await probeSandbox(findSandboxTools(), [
+      '--unshare-pid',
+      ...(network === 'none' ? ['--unshare-net'] : []),
+    ]);
+  }
   const spillPool = opts.spillDir === false ? null : createSpillPool({ dir: opts.spillDir });
   const owners = createOwnerRegistry();
   const jobs = createJobService({
@@ -129,9 +145,25 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   // The runtime owns every provider it was handed or made (S2, S5): dispose releases each.
   let current: SubprocessProvider = opts.provider ?? createLocalProvider({ env: opts.env });
   const providers = new Set([current]);
+  // X4: a provider per owner; sandboxed and isolated owners get an enclave of their own (A3, K5).
+  const placement = createPlacement({
+    owners,
+    base: () => current,
+    defaults: {
+      ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
+      ...(opts.isolation ? { isolation: opts.isolation } : {}),
+    },
+    cwd: opts.cwd,
+    cleanupGraceMs: opts.cleanupGraceMs,
+    adopt: (provider) => providers.add(provider),
+    settled: async (owner) => {
+      await terminals.drainOwner(owner);
+      await jobs.drainOwner(owner);
+    },
+  });
   const terminals = createTerminalService({
     owners,
-    provider: () => current,
+    provider: (owner) => placement.providerFor(owner),
     defaults: { shell: opts.shell, cwd: opts.cwd, cleanupGraceMs: opts.cleanupGraceMs },
     retentionChars: opts.terminalRetentionChars,
     maxPerOwner: opts.maxTerminalsPerOwner,
@@ -167,6 +199,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       track(async () => {
         await terminals.drainOwner(lease.token);
         await jobs.drainOwner(lease.token);
+        await placement.drainOwner(lease.token);
       }).catch((error: unknown) =>
         process.emitWarning(`tether: reclaiming a retired owner failed: ${String(error)}`, {
           code: 'TETHER_OWNER',
@@ -177,9 +210,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
 
   // `provider` is read per call: a reload swaps it for the calls that start after it (S5).
   const shellDeps: ShellDeps = {
-    get provider() {
-      return current;
-    },
+    provider: (owner, req) => placement.providerFor(owner, { escalate: req.escalate !== undefined }),
     lifetime: lifetime.signal,
     spillPool,
     defaults: {
@@ -197,7 +228,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       track(() =>
         jobs.start(
           owner,
-          shellJobSpec(shellDeps, req),
+          shellJobSpec(shellDeps, owner, req),
           req?.signal !== undefined ? { signal: req.signal } : {},
         ),
       ),
@@ -209,7 +240,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     owners,
     jobs,
     terminals,
-    drainables: [terminals],
+    drainables: [placement, terminals],
     quietWindowMs: opts.quietWindowMs,
     turnGraceMs: opts.turnGraceMs,
     tools: (owner) => bindTools(tools, owner),
@@ -222,8 +253,24 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     terminals,
     persistentBash,
     tools,
-    owners: { host: () => reclaimedOnRetire(owners.host()) },
-    agents: { create: (o) => agents.create(o), stats: () => agents.stats() },
+    owners: {
+      host(options?: PlacementOptions) {
+        if (options !== undefined) placement.check(options, 'owners.host options');
+        const lease = reclaimedOnRetire(owners.host());
+        if (options !== undefined) placement.assign(lease.token, options);
+        return lease;
+      },
+    },
+    agents: {
+      create(o) {
+        const placed = placementOf(o);
+        if (placed) placement.check(placed, 'agent options');
+        const agent = agents.create(o);
+        if (placed) placement.assign(agent.owner, placed);
+        return agent;
+      },
+      stats: () => agents.stats(),
+    },
     stats() {
       const [j, t, a] = [jobs.stats(), terminals.stats(), agents.stats()];
       const providerWorkers = [...providers].reduce((n, p) => n + (p.workers ?? 0), 0);
@@ -246,6 +293,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         jobs: j,
         terminals: t,
         agents: a,
+        sandbox: placement.stats(),
       };
     },
     // Not tracked: dispose must not wait for a provider factory (it may never settle).
@@ -274,6 +322,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         // Reverse start order: terminals, then jobs, each to verified-dead trees (D2).
         await terminals.dispose();
         await jobs.dispose();
+        await placement.dispose(); // every enclave, after the processes in it were drained
         for (const failed of await Promise.allSettled([...providers].map((p) => p.dispose?.()))) {
           if (failed.status === 'rejected') {
             process.emitWarning(`tether: a provider's dispose failed: ${String(failed.reason)}`, {
@@ -285,5 +334,17 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       })();
       return disposing;
     },
+  };
+}
+
+// The placement fields of agent options, if any is set (X4, A3, K5).
+function placementOf(o: PlacementOptions | null | undefined): PlacementOptions | null {
+  if (typeof o !== 'object' || o === null) return null;
+  const { provider, sandbox, isolation } = o;
+  if (provider === undefined && sandbox === undefined && isolation === undefined) return null;
+  return {
+    ...(provider !== undefined ? { provider } : {}),
+    ...(sandbox !== undefined ? { sandbox } : {}),
+    ...(isolation !== undefined ? { isolation } : {}),
   };
 }

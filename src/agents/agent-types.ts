@@ -4,6 +4,7 @@ import type { Notice } from '../../machines/completion-router.js';
 import type { JobService } from '../jobs/job-types.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { PlacementOptions } from '../placement/placement-types.js';
 import type { TerminalService } from '../terminals/terminal-types.js';
 import type { OwnerTools } from '../tools/tool-types.js';
 import type { Clock } from './agent-clock.js';
@@ -56,7 +57,8 @@ export interface Turn {
  * when its promise settles; a throw or rejection is reported on the error path and the
  * agent goes back to `idle`.
  */
-export interface AgentOptions {
+/** Also where the agent's processes run (X4, A3, K5): `provider`, `sandbox`, `isolation`. */
+export interface AgentOptions extends PlacementOptions {
   readonly sessionId: string;
   /** W3/W4; default `'wakeup'`. */
   readonly wake?: WakePolicy;

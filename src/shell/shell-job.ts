@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JobExit, JobHooks, JobRunContext, JobSpec } from '../jobs/job-types.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
 import { signalProcessGroup } from '../subprocess/identity.js';
 import type { SubprocessHandle } from '../subprocess/types.js';
 import { closedWithin, NON_INTERACTIVE_ENV, type ShellDeps, validateShellRequest } from './shell-service.js';
@@ -16,10 +17,10 @@ const LABEL_CHARS = 120;
  *
  * @example
  * ```ts
- * const info = await jobs.start(owner, shellJobSpec(deps, { command: 'npm test' }), { signal });
+ * const info = await jobs.start(owner, shellJobSpec(deps, owner, { command: 'npm test' }), { signal });
  * ```
  */
-export function shellJobSpec(deps: ShellDeps, req: ShellRequest): JobSpec {
+export function shellJobSpec(deps: ShellDeps, owner: AgentOwnerToken, req: ShellRequest): JobSpec {
   validateShellRequest(req);
   const { defaults } = deps;
   const spawnSpec = {
@@ -32,7 +33,7 @@ export function shellJobSpec(deps: ShellDeps, req: ShellRequest): JobSpec {
   return {
     kind: 'shell',
     label: req.command.length > LABEL_CHARS ? `${req.command.slice(0, LABEL_CHARS - 1)}…` : req.command,
-    run: async (ctx) => track(await deps.provider.spawn(spawnSpec), ctx, deps, req.timeoutMs),
+    run: async (ctx) => track(await deps.provider(owner, req).spawn(spawnSpec), ctx, deps, req.timeoutMs),
   };
 }
 

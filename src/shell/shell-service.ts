@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument } from '../errors.js';
 import { OutputCapture } from '../output/output-capture.js';
 import type { SpillPool } from '../output/spill.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
 import type { ShellRequest, ShellResult } from './shell-types.js';
 
@@ -17,7 +18,11 @@ export interface ShellDefaults {
 }
 
 export interface ShellDeps {
-  readonly provider: SubprocessProvider;
+  /**
+   * The provider a request runs on: the owner's placement (X4), without its sandbox when the
+   * request is escalated (A4; the policy step approved that before).
+   */
+  readonly provider: (owner: AgentOwnerToken | undefined, req: ShellRequest) => SubprocessProvider;
   readonly spillPool: SpillPool | null;
   readonly defaults: ShellDefaults;
   /** Aborted when the runtime is disposed: every running command is cancelled (D2). */
@@ -70,7 +75,8 @@ export function validateShellRequest(req: ShellRequest): void {
 
 async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): Promise<ShellResult> {
   const { defaults } = deps;
-  const child = await deps.provider.spawn({
+  const provider = deps.provider(req.owner, req);
+  const child = await provider.spawn({
     argv: [req.shell ?? defaults.shell, '-c', req.command],
     cwd: req.cwd ?? defaults.cwd,
     stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
@@ -116,6 +122,7 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
       cancelled,
       ...captured,
       drainTimedOut,
+      ...(provider.sandbox ? { sandbox: provider.sandbox } : {}),
       ...(verdict.status === 'escaped' ? { escaped: [...verdict.escaped, ...verdict.stuck] } : {}),
       durationMs: performance.now() - started,
     };

@@ -1,3 +1,6 @@
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { SandboxDescription } from '../sandbox/sandbox-types.js';
+
 /** One command for `rt.shell.run` (SPEC section 9). */
 export interface ShellRequest {
   readonly command: string;
@@ -11,6 +14,16 @@ export interface ShellRequest {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** The shell that interprets `command` with `-c`; default `/bin/bash`. */
   readonly shell?: string;
+  /**
+   * `rt.shell.run` only: the owner the command runs for, so it runs where that owner is placed
+   * (its provider, sandbox, isolation: X4, A3, K5). Default: the runtime's placement.
+   */
+  readonly owner?: AgentOwnerToken;
+  /**
+   * A4: run outside the owner's sandbox. The policy step always asks the approver first; by
+   * the time the command spawns, the request was approved.
+   */
+  readonly escalate?: { readonly justification: string };
 }
 
 /**
@@ -34,5 +47,7 @@ export interface ShellResult {
   readonly drainTimedOut: boolean;
   /** Leftover processes of the tree that could not be killed (never silently dropped, S4). */
   readonly escaped?: readonly number[];
+  /** A3: the sandbox the command ran in, when it ran in one. */
+  readonly sandbox?: SandboxDescription;
   readonly durationMs: number;
 }

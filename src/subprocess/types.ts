@@ -1,4 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
+import type { SandboxDescription } from '../sandbox/sandbox-types.js';
 
 /** What a child's stdio slot is connected to. 'pipe' gives the caller a stream. */
 export type StdioDisposition = 'pipe' | 'ignore' | 'inherit';
@@ -154,6 +155,8 @@ export interface SubprocessProvider {
   spawnTerminal(spec: TerminalSpawnSpec): Promise<TerminalHandle>;
   /** Worker threads (or connections) it runs now; 0 when it holds nothing (D3). */
   readonly workers?: number;
+  /** A3: what confines this provider's processes, when something does (a sandbox provider). */
+  readonly sandbox?: SandboxDescription;
   /**
    * Releases what the provider itself holds (e.g. the PTY worker), after every handle it gave
    * out was killed. Idempotent; spawning afterwards fails with RUNTIME_DISPOSED.

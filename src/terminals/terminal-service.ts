@@ -1,7 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createActor, fromPromise, type InspectionEvent } from 'xstate';
 import { terminalMachine } from '../../machines/terminal.js';
 import { CompletionHub } from '../completions/completion-hub.js';
@@ -13,7 +10,7 @@ import { createLocalProvider } from '../subprocess/local-provider.js';
 import type { SubprocessProvider, TerminalHandle, TerminalSpawnSpec } from '../subprocess/types.js';
 import { signalForeground } from './foreground-signal.js';
 import { renderScreen } from './screen.js';
-import { SHELL_RC } from './shell-protocol.js';
+import { SHELL_RC_ENV } from './shell-protocol.js';
 import { executeInTerminal } from './terminal-execute.js';
 import { TerminalRecord } from './terminal-record.js';
 import { proofBeforeInput, waitForReason } from './terminal-send.js';
@@ -32,11 +29,11 @@ export interface TerminalServiceOptions {
     readonly cleanupGraceMs: number;
   };
   /**
-   * Where terminals are spawned (S2): a provider, or a function returning the current one (a
-   * runtime's hot reload swaps it). By default the service makes a local provider with `env`
+   * Where terminals are spawned (S2): a provider, or a function returning the one for an owner
+   * (its placement, X4; a runtime's hot reload swaps the default). By default the service makes a local provider with `env`
    * and disposes it with itself; a given provider is the caller's.
    */
-  readonly provider?: SubprocessProvider | (() => SubprocessProvider);
+  readonly provider?: SubprocessProvider | ((owner: AgentOwnerToken) => SubprocessProvider);
   /** The default local provider's env policy (S3). */
   readonly env?: EnvPolicy;
   /** T3: characters of output each terminal retains for `read`; default 1,048,576. */
@@ -68,18 +65,10 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
   const maxPerOwner = options.maxPerOwner ?? 8;
   const given = options.provider;
   const own = given === undefined ? createLocalProvider(options.env ? { env: options.env } : {}) : null;
-  const currentProvider: () => SubprocessProvider = typeof given === 'function' ? given : () => own ?? given!;
+  const currentProvider: (owner: AgentOwnerToken) => SubprocessProvider =
+    typeof given === 'function' ? given : () => own ?? given!;
   /** Every provider a terminal was opened with: their PTY workers are this service's to report (D3). */
   const used = new Set<SubprocessProvider>();
-  // The rc file exists from the first open until dispose.
-  let rcDir: string | null = null;
-  const rcFile = (): string => {
-    if (rcDir === null) {
-      rcDir = mkdtempSync(join(tmpdir(), 'tether-rc-'));
-      writeFileSync(join(rcDir, 'bashrc'), SHELL_RC, { mode: 0o600 });
-    }
-    return join(rcDir, 'bashrc');
-  };
   const records = new Map<string, TerminalRecord>();
   /**
    * Recently ended terminals, so a late call hears "it ended", not "no such terminal", and a
@@ -152,8 +141,8 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
       if (disposing) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
       const token = owners.assertLive(owner);
       const ownerKey = owners.keyOf(token);
-      const spec = openSpec(opts, defaults, rcFile());
-      const provider = currentProvider();
+      const spec = openSpec(opts, defaults);
+      const provider = currentProvider(token);
       const mine =
         [...records.values()].filter((r) => r.ownerKey === ownerKey).length + (opening.get(ownerKey) ?? 0);
       if (mine >= maxPerOwner) {
@@ -352,7 +341,6 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         await exits.settle();
         exits.clear();
         await own?.dispose();
-        if (rcDir !== null) rmSync(rcDir, { recursive: true, force: true });
       })();
       return disposing;
     },
@@ -374,12 +362,11 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
   return service;
 }
 
-// Resolves the spawn spec of an `open` call: interactive bash with our rc file; the env is an
+// Resolves the spawn spec of an `open` call: interactive bash with our rc (in its env); the env is an
 // overlay the provider applies to its sanitized host env (S1, S3).
 function openSpec(
   opts: TerminalOpenOptions,
   defaults: TerminalServiceOptions['defaults'],
-  rcFile: string,
 ): TerminalSpawnSpec {
   assertArgument(typeof opts === 'object' && opts !== null, 'open options must be an object');
   assertArgument(
@@ -400,7 +387,7 @@ function openSpec(
     `rows must be an integer in 1..1000, got ${rows}`,
   );
   const isBash = /(^|\/)bash$/.test(shell);
-  const argv: [string, ...string[]] = isBash ? [shell, '--noprofile', '--rcfile', rcFile, '-i'] : [shell];
-  const env = { TERM: 'xterm-256color', PAGER: 'cat', GIT_PAGER: 'cat', ...opts.env };
+  const argv: [string, ...string[]] = isBash ? [shell, '--noprofile', '--norc', '-i'] : [shell];
+  const env = { TERM: 'xterm-256color', PAGER: 'cat', GIT_PAGER: 'cat', ...opts.env, ...(isBash ? SHELL_RC_ENV : {}) };
   return { argv, cwd, env, cols, rows, cleanupGraceMs: defaults.cleanupGraceMs };
 }

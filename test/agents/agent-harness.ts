@@ -60,7 +60,7 @@ export function agentHarness(
   });
   const lifetime = new AbortController();
   const shell: ShellDeps = {
-    provider,
+    provider: () => provider,
     lifetime: lifetime.signal,
     spillPool: null,
     defaults: { shell: '/bin/bash', cwd: '/', outputCapChars: 30_000, cleanupGraceMs: 500, drainMs: 500 },
@@ -71,7 +71,7 @@ export function agentHarness(
     terminals,
     agents,
     errors,
-    background: (agent, command) => jobs.start(agent.owner, shellJobSpec(shell, { command })),
+    background: (agent, command) => jobs.start(agent.owner, shellJobSpec(shell, agent.owner, { command })),
     async close() {
       await agents.dispose();
       lifetime.abort();
