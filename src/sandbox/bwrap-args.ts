@@ -5,11 +5,11 @@ import { type Confinement, isWithin } from './sandbox-options.js';
 /**
  * The enclave's pid 1: reaps every orphan the owner's commands leave (bash reaps adopted
  * children while it waits), survives a `kill -9 -1` from inside (the kernel never delivers
- * SIGKILL from inside a PID namespace to its init), and prints `ready` once bubblewrap has
- * built every mount, so nothing enters a half-made sandbox.
+ * SIGKILL from inside a PID namespace to its init), and prints `ready` on stderr (bubblewrap gives
+ * the info fd, stdout, to itself alone) once bubblewrap has built every mount, so nothing enters a half-made sandbox.
  */
 const HOLDER =
-  'trap : CHLD; echo ready; exec >/dev/null 2>&1 </dev/null; while :; do sleep 86400 & wait; done';
+  'trap : CHLD; echo ready >&2; exec >/dev/null 2>&1 </dev/null; while :; do sleep 86400 & wait; done';
 
 /**
  * The bubblewrap arguments of one owner's enclave (A3, K5): a PID namespace with the holder

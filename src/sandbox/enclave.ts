@@ -73,7 +73,7 @@ export async function startEnclave(
   }
 }
 
-// Reads bubblewrap's info JSON (the child pid) and the holder's `ready` from stdout.
+// Reads bubblewrap's info JSON (the child pid) from stdout and the holder's `ready` from stderr.
 function holderOf(handle: SubprocessHandle): Promise<ProcessIdentity> {
   return new Promise((resolve, reject) => {
     let out = '';
@@ -82,23 +82,26 @@ function holderOf(handle: SubprocessHandle): Promise<ProcessIdentity> {
     const settle = (fn: () => void) => {
       if (settled) return;
       settled = true;
-      handle.stdout?.resume(); // keep draining what is left, never block the enclave
       fn();
     };
-    handle.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      if (err.length < 4096) err += chunk;
-    });
-    handle.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      if (settled) return;
-      out += chunk;
+    const check = () => {
       const pid = /"child-pid":\s*(\d+)/.exec(out)?.[1];
-      if (pid === undefined || !/^ready$/m.test(out)) return;
+      if (pid === undefined || !/^ready$/m.test(err)) return;
       const identity = readIdentity(Number(pid));
       settle(() =>
         identity === null
           ? reject(new TetherError('SANDBOX_UNAVAILABLE', `the sandbox's pid 1 (${pid}) vanished at start`))
           : resolve(identity),
       );
+    };
+    // Both streams are read to their end (never left to block a writer); only the start matters.
+    handle.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      if (out.length < 4096) out += chunk;
+      check();
+    });
+    handle.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      if (err.length < 4096) err += chunk;
+      check();
     });
     void handle.exited.then((exit) => {
       // Let stderr finish so bubblewrap's reason is in the message.
