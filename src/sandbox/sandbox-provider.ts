@@ -78,7 +78,7 @@ export function createSandboxProvider(
     }
   };
 
-  // nsenter joins the enclave's namespaces and cwd; setpriv drops every capability (the
+  // nsenter joins the enclave's namespaces, then its cwd there (see SandboxTools.chdir); setpriv drops every capability (the
   // enclave's bubblewrap dropped them for its pid 1 only; an entered process would keep root's).
   const enter = async <S extends SubprocessSpawnSpec | TerminalSpawnSpec>(spec: S): Promise<S> => {
     if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
@@ -88,12 +88,14 @@ export function createSandboxProvider(
     const drop = sandboxed
       ? [tools.setpriv, '--bounding-set=-all', '--inh-caps=-all', '--no-new-privs', '--']
       : [];
+    const chdir = tools.chdir(spec.cwd);
     const argv: [string, ...string[]] = [
       tools.nsenter,
       ...join,
-      `--wd=${spec.cwd}`,
+      ...chdir.nsenter,
       '--',
       ...drop,
+      ...chdir.exec,
       ...spec.argv,
     ];
     return { ...spec, argv };

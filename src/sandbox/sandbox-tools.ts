@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { TetherError } from '../errors.js';
@@ -8,9 +8,15 @@ export interface SandboxTools {
   readonly bwrap: string;
   readonly nsenter: string;
   readonly setpriv: string;
+  /**
+   * How a command gets its cwd inside the enclave's mount namespace: `nsenter --wdns`
+   * (util-linux 2.38+), else `env --chdir` after entering. Never `nsenter --wd`: it opens the
+   * directory before entering, so the command would write through the host's mount.
+   */
+  readonly chdir: (cwd: string) => { readonly nsenter: readonly string[]; readonly exec: readonly string[] };
 }
 
-const PACKAGES: Readonly<Record<keyof SandboxTools, string>> = {
+const PACKAGES: Readonly<Record<'bwrap' | 'nsenter' | 'setpriv', string>> = {
   bwrap: 'bubblewrap',
   nsenter: 'util-linux',
   setpriv: 'util-linux',
@@ -35,7 +41,7 @@ export function findSandboxTools(env: NodeJS.ProcessEnv = process.env): SandboxT
     );
   }
   const dirs = (env.PATH ?? '').split(delimiter).filter((d) => d.length > 0);
-  const find = (name: keyof SandboxTools): string => {
+  const find = (name: keyof typeof PACKAGES): string => {
     for (const dir of dirs) {
       const file = join(dir, name);
       try {
@@ -49,7 +55,31 @@ export function findSandboxTools(env: NodeJS.ProcessEnv = process.env): SandboxT
         'and it is not in PATH; install it, or run without sandbox/isolation',
     );
   };
-  return { bwrap: find('bwrap'), nsenter: find('nsenter'), setpriv: find('setpriv') };
+  const nsenter = find('nsenter');
+  const wdns = supportsWdns(nsenter);
+  return {
+    bwrap: find('bwrap'),
+    nsenter,
+    setpriv: find('setpriv'),
+    chdir: (cwd) =>
+      wdns ? { nsenter: [`--wdns=${cwd}`], exec: [] } : { nsenter: [], exec: ['env', `--chdir=${cwd}`] },
+  };
+}
+
+const wdnsSupport = new Map<string, boolean>();
+
+// Asked once per nsenter binary (its --help lists --wdns from util-linux 2.38 on).
+function supportsWdns(nsenter: string): boolean {
+  let known = wdnsSupport.get(nsenter);
+  if (known === undefined) {
+    try {
+      known = execFileSync(nsenter, ['--help'], { encoding: 'utf8', timeout: 10_000 }).includes('--wdns');
+    } catch {
+      known = false;
+    }
+    wdnsSupport.set(nsenter, known);
+  }
+  return known;
 }
 
 /**

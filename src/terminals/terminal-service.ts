@@ -388,6 +388,12 @@ function openSpec(
   );
   const isBash = /(^|\/)bash$/.test(shell);
   const argv: [string, ...string[]] = isBash ? [shell, '--noprofile', '--norc', '-i'] : [shell];
-  const env = { TERM: 'xterm-256color', PAGER: 'cat', GIT_PAGER: 'cat', ...opts.env, ...(isBash ? SHELL_RC_ENV : {}) };
+  const env = {
+    TERM: 'xterm-256color',
+    PAGER: 'cat',
+    GIT_PAGER: 'cat',
+    ...opts.env,
+    ...(isBash ? SHELL_RC_ENV : {}),
+  };
   return { argv, cwd, env, cols, rows, cleanupGraceMs: defaults.cleanupGraceMs };
 }

@@ -1,6 +1,7 @@
 import type { ShellResult } from '../shell/shell-types.js';
 import type { PersistentBashResult } from '../terminals/persistent-bash.js';
 import { describeStartedJob } from './job-text.js';
+import { sandboxNote } from './sandbox-text.js';
 import { FACTS_RESERVE, fitTail, formatMs, withNewline } from './tool-output.js';
 import { defineTool, objectSchema } from './tool-schema.js';
 import type { ToolContext, ToolDefinition, ToolOutput } from './tool-types.js';
@@ -75,11 +76,13 @@ async function oneShot(ctx: ToolContext, args: BashArgs): Promise<ToolOutput> {
   const timeoutMs = args.timeout_ms ?? DEFAULT_BASH_TIMEOUT_MS;
   const result = await ctx.rt.shell.run({
     command: args.command,
+    owner: ctx.owner, // X4: the owner's placement (its sandbox, its isolation)
     timeoutMs,
     ...(ctx.signal ? { signal: ctx.signal } : {}),
   });
   const output = fitShellOutput(result, ctx.budget - FACTS_RESERVE);
-  const text = `${withNewline(output) || '(no output)\n'}${shellFacts(result, timeoutMs)}`;
+  const note = result.sandbox ? sandboxNote(result.output, result.exitCode, result.sandbox) : '';
+  const text = `${withNewline(output) || '(no output)\n'}${shellFacts(result, timeoutMs)}${note && `\n${note}`}`;
   const { output: _full, ...facts } = result;
   return { text, data: { ...facts, output } };
 }
