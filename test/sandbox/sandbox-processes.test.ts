@@ -24,7 +24,7 @@ afterEach(async () => {
   rmSync(ws, { recursive: true, force: true });
 });
 
-// Host pids whose command line contains `needle` (the host /proc sees sandboxed processes).
+// Host pids whose command line starts with `needle` (the host /proc sees sandboxed processes).
 function hostPidsRunning(needle: string): number[] {
   const pids: number[] = [];
   for (const name of readdirSync('/proc')) {
@@ -32,7 +32,7 @@ function hostPidsRunning(needle: string): number[] {
     try {
       const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
       const state = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.[0];
-      if (cmdline.includes(needle) && state !== 'Z') pids.push(Number(name));
+      if (cmdline.startsWith(needle) && state !== 'Z') pids.push(Number(name));
     } catch {}
   }
   return pids;
@@ -68,7 +68,11 @@ describe('sandbox: processes (A3 with S4, T6, D3)', () => {
   });
 
   it('A3, D3: an owner’s enclave starts with its first process and ends with the owner; dispose leaves nothing', async () => {
-    expect(rt.stats().sandbox).toMatchObject({ mode: 'workspace-write', mechanism: 'bubblewrap', enclaves: 0 });
+    expect(rt.stats().sandbox).toMatchObject({
+      mode: 'workspace-write',
+      mechanism: 'bubblewrap',
+      enclaves: 0,
+    });
     const other = rt.owners.host();
     await rt.shell.run({ owner: lease.token, command: 'true' });
     await rt.shell.run({ owner: other.token, command: 'true' });
