@@ -55,10 +55,11 @@ export function findSandboxTools(env: NodeJS.ProcessEnv = process.env): SandboxT
         'and it is not in PATH; install it, or run without sandbox/isolation',
     );
   };
+  const bwrap = find('bwrap');
   const nsenter = find('nsenter');
   const wdns = supportsWdns(nsenter);
   return {
-    bwrap: find('bwrap'),
+    bwrap,
     nsenter,
     setpriv: find('setpriv'),
     chdir: (cwd) =>

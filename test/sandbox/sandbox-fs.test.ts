@@ -158,6 +158,13 @@ describe('sandbox: the filesystem (A3)', () => {
     expect(readFileSync(join(outside, 'escalated.txt'), 'utf8')).toBe('esc\n');
   });
 
+  it('A3: a sandboxed root has no capabilities: it cannot remount the read-only root writable', async () => {
+    const r = await run('grep CapEff /proc/self/status; mount -o remount,rw / 2>&1; echo "mount=$?"');
+    expect(r.output).toContain('CapEff:\t0000000000000000');
+    expect(r.output).toMatch(/mount=[1-9]/);
+    expect((await run('touch /usr/tether-after-remount 2>&1')).output).toContain('Read-only file system');
+  });
+
   it('A3: env scrubbing (S3) still applies inside the sandbox', async () => {
     process.env.TETHER_TEST_API_KEY = 'do-not-leak';
     try {
