@@ -34,6 +34,8 @@ export type {
 } from './jobs/job-types.js';
 export type { OwnerLease } from './owners/owner-registry.js';
 export type { AgentOwnerToken } from './owners/owner-token.js';
+export type { SandboxStats } from './placement/placement.js';
+export type { PlacementOptions } from './placement/placement-types.js';
 export {
   createRuntime,
   type OwnerService,
@@ -43,6 +45,20 @@ export {
   type ShellService,
 } from './runtime.js';
 export type { RuntimeOptions } from './runtime-options.js';
+export { type Confinement, resolveConfinement } from './sandbox/sandbox-options.js';
+export {
+  createSandboxProvider,
+  type SandboxProvider,
+  type SandboxProviderOptions,
+} from './sandbox/sandbox-provider.js';
+export {
+  DEFAULT_DENY_READ,
+  type IsolationMode,
+  type SandboxDescription,
+  type SandboxMode,
+  type SandboxNetwork,
+  type SandboxOptions,
+} from './sandbox/sandbox-types.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
 export type { EnvPolicy } from './subprocess/env.js';
 export {
