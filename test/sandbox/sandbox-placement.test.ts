@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -90,6 +90,41 @@ describe('sandbox options and placement (A3, X4)', () => {
       expect(error.message).toMatch(/bubblewrap.*apt-get install -y bubblewrap/);
       const pid = await rejection(createRuntime({ cwd: ws, isolation: 'pid' }));
       expect(pid.code).toBe('SANDBOX_UNAVAILABLE');
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
+  it('A3: namespaces refused: createRuntime fails naming the kernel settings; an agent’s first spawn fails, never unsandboxed', async () => {
+    // A bwrap that refuses like a kernel without user namespaces does; the real nsenter/setpriv.
+    const bin = join(base, 'refusing-bin');
+    mkdirSync(bin);
+    writeFileSync(
+      join(bin, 'bwrap'),
+      '#!/bin/sh\necho "bwrap: No permissions to create new namespace" >&2\nexit 1\n',
+      {
+        mode: 0o755,
+      },
+    );
+    for (const tool of ['nsenter', 'setpriv']) symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    try {
+      const error = await rejection(createRuntime({ cwd: ws, sandbox: { mode: 'workspace-write' } }));
+      expect(error.code).toBe('SANDBOX_UNAVAILABLE');
+      expect(error.message).toMatch(
+        /No permissions to create new namespace.*kernel\.unprivileged_userns_clone/s,
+      );
+      rt = await createRuntime({ cwd: ws, spillDir: false });
+      const agent = rt.agents.create({
+        sessionId: 'refused',
+        onTurn: () => {},
+        sandbox: { mode: 'read-only' },
+      });
+      const spawn = await rejection(rt.shell.run({ owner: agent.owner, command: 'touch refused.txt' }));
+      expect(spawn.code).toBe('SANDBOX_UNAVAILABLE');
+      expect(existsSync(join(ws, 'refused.txt'))).toBe(false);
+      await agent.dispose();
     } finally {
       process.env.PATH = path;
     }
