@@ -8,7 +8,14 @@ import type { SandboxDescription } from '../sandbox/sandbox-types.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
 import type { PlacementOptions } from './placement-types.js';
 
-/** `rt.stats().sandbox`: the runtime's default confinement and the enclaves running now. */
+/**
+ * `rt.stats().sandbox`: the runtime's default confinement and the enclaves running now.
+ *
+ * @example
+ * ```ts
+ * const { mode, mechanism, enclaves } = rt.stats().sandbox; // 'workspace-write', 'bubblewrap', 2
+ * ```
+ */
 export interface SandboxStats extends SandboxDescription {
   /** Owners (and the ownerless default) whose enclave runs now. */
   readonly enclaves: number;

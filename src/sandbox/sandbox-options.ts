@@ -12,6 +12,11 @@ import {
 /**
  * One owner's confinement, resolved: what its enclave (one set of namespaces) is made of.
  * `null` from {@link resolveConfinement} means "no confinement": the base provider runs it.
+ *
+ * @example
+ * ```ts
+ * const c: Confinement | null = resolveConfinement({ mode: 'workspace-write' }, 'none', process.cwd());
+ * ```
  */
 export interface Confinement {
   readonly description: SandboxDescription;

@@ -11,7 +11,15 @@ import { type Confinement, isWithin } from './sandbox-options.js';
 import { findSandboxTools, type SandboxTools } from './sandbox-tools.js';
 import type { SandboxDescription } from './sandbox-types.js';
 
-/** A provider whose processes run confined; says how (`sandbox`) and how many enclaves run. */
+/**
+ * A provider whose processes run confined; says how (`sandbox`) and how many enclaves run.
+ *
+ * @example
+ * ```ts
+ * const p: SandboxProvider = createSandboxProvider(local, { confinement });
+ * console.log(p.sandbox.mode, p.enclaves);
+ * ```
+ */
 export interface SandboxProvider extends SubprocessProvider {
   readonly sandbox: SandboxDescription;
   /** 1 while this provider's enclave runs, else 0. */
@@ -19,6 +27,14 @@ export interface SandboxProvider extends SubprocessProvider {
   dispose(): Promise<void>;
 }
 
+/**
+ * Options of {@link createSandboxProvider}.
+ *
+ * @example
+ * ```ts
+ * const options: SandboxProviderOptions = { confinement: resolveConfinement({ mode: 'read-only' }, 'none', cwd)! };
+ * ```
+ */
 export interface SandboxProviderOptions {
   /** From `resolveConfinement`. */
   readonly confinement: Confinement;

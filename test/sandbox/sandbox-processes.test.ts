@@ -67,6 +67,16 @@ describe('sandbox: processes (A3 with S4, T6, D3)', () => {
     await rt.terminals.close(lease.token, t.id);
   });
 
+  it('A3: an ownerless rt.shell.run runs in the runtime’s sandbox (one enclave of its own)', async () => {
+    const r = await rt.shell.run({
+      command: 'touch /usr/tether-ownerless; echo "rc=$?"; touch here && echo here',
+    });
+    expect(r.output).toContain('Read-only file system');
+    expect(r.output).toContain('here');
+    expect(r.sandbox?.mode).toBe('workspace-write');
+    expect(rt.stats().sandbox.enclaves).toBe(1);
+  });
+
   it('A3, D3: an owner’s enclave starts with its first process and ends with the owner; dispose leaves nothing', async () => {
     expect(rt.stats().sandbox).toMatchObject({
       mode: 'workspace-write',
