@@ -20,6 +20,9 @@ export type SandboxMode = 'off' | 'read-only' | 'workspace-write';
  */
 export type SandboxNetwork = 'none' | 'host';
 
+/** The modes, for validation and usage texts. */
+export const SANDBOX_MODES: readonly SandboxMode[] = ['off', 'read-only', 'workspace-write'];
+
 /**
  * A3: the sandbox of a runtime (`createRuntime({ sandbox })`) or of one agent or host owner
  * (`agents.create({ sandbox })`, `rt.owners.host({ sandbox })`), enforced by the kernel
