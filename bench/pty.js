@@ -3,7 +3,7 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { sanitizeEnv } from '../dist/src/subprocess/env.js';
-import { createPtyHost } from '../dist/src/terminals/pty-host.js';
+import { createPtyHost } from '../dist/src/subprocess/pty/pty-host.js';
 import { measureFlood } from './measure.js';
 
 const require = createRequire(import.meta.url);

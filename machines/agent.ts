@@ -46,6 +46,11 @@ export interface AgentMachineContext extends AgentMachineInput {
   /** What the last `CLAIM` took, and how many claims there were. */
   readonly claimed: readonly InboxItem[];
   readonly claims: number;
+  /**
+   * Set on `RETIRE`: everything pending that no turn claimed, in arrival order. The service
+   * reports it (it is not silently dropped); empty until the agent retires.
+   */
+  readonly unclaimed: readonly InboxItem[];
 }
 
 export type AgentMachineEvent =
@@ -97,8 +102,9 @@ const enqueue = (to: Queue, reason?: TurnReason) => ({
  * - A turn that ends with user input that arrived during it starts the next turn at once;
  *   notices that arrived during it do so only if a wake is left. A turn that throws goes
  *   back to `idle` (its failure is `reportTurnError`); what it left pending waits there.
- * - `retiring`/`retired` accept nothing: `retireOwner` runs on entry (D1), leaving
- *   `running` stops the `turn` actor (its signal aborts), the `teardown` actor drains.
+ * - `retiring`/`retired` accept nothing: on entry what no turn claimed moves to `unclaimed`
+ *   and `retireOwner` runs (D1); leaving `running` stops the `turn` actor (its signal
+ *   aborts), the `teardown` actor drains.
  *
  * Effects are provided from `src/agents`: the `turn` and `teardown` actors and the
  * `retireOwner` / `reportTurnError` / `reportTeardownError` actions.
@@ -169,6 +175,12 @@ export const agentMachine = setup({
         wakes: claimed.some((i) => i.kind === 'user') ? 0 : context.wakes,
       };
     }),
+    // D1: what is still pending will never be claimed; keep it as a fact of the retirement.
+    setAsideUnclaimed: assign(({ context }) => ({
+      unclaimed: [...context.nextTurn, ...context.nextStep].sort((a, b) => a.seq - b.seq),
+      nextTurn: [],
+      nextStep: [],
+    })),
     retireOwner: () => {},
     reportTurnError: (_, _params: { readonly turn: number; readonly error: unknown }) => {},
     reportTeardownError: (_, _params: { readonly error: unknown }) => {},
@@ -186,6 +198,7 @@ export const agentMachine = setup({
     reason: 'user',
     claimed: [],
     claims: 0,
+    unclaimed: [],
   }),
   initial: 'idle',
   states: {
@@ -245,9 +258,9 @@ export const agentMachine = setup({
         RETIRE: 'retiring',
       },
     },
-    // D1: the owner is retired on entry; nothing is accepted from here on.
+    // D1: the owner is retired on entry and the inbox set aside; nothing is accepted from here on.
     retiring: {
-      entry: 'retireOwner',
+      entry: ['setAsideUnclaimed', 'retireOwner'],
       invoke: {
         id: 'teardown',
         src: 'teardown',

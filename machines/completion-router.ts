@@ -1,6 +1,5 @@
 import { assign, emit, fromCallback, fromPromise, setup, stateIn } from 'xstate';
-import type { JobInfo } from '../src/jobs/job-types.js';
-import type { TerminalExit } from '../src/terminals/terminal-types.js';
+import type { JobInfo, TerminalExit } from './facts.js';
 
 /** One completion an agent hears of: a job of its owner ended, or a terminal's session exited. */
 export type Completion =

@@ -10,6 +10,7 @@ export type TetherErrorCode =
   | 'RUNTIME_DISPOSED'
   | 'OWNER_RETIRED'
   | 'OWNER_INVALID'
+  | 'INPUT_UNCLAIMED'
   | 'JOB_FORBIDDEN'
   | 'JOB_NOT_FOUND'
   | 'JOB_LIMIT'

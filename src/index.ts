@@ -1,6 +1,7 @@
 export { createAgentService } from './agents/agent-service.js';
 export type {
   Agent,
+  AgentDisposal,
   AgentErrorReporter,
   AgentErrorStage,
   AgentOptions,
@@ -67,6 +68,8 @@ export {
   type LocalProviderOptions,
 } from './subprocess/local-provider.js';
 export type {
+  InputProbe,
+  InputWaitProof,
   ProcessIdentity,
   StdioDisposition,
   SubprocessExit,

@@ -2,10 +2,9 @@ import { createAgentService } from './agents/agent-service.js';
 import type { AgentService, AgentServiceStats } from './agents/agent-types.js';
 import { assertArgument, TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
-import type { JobInfo, JobService, JobServiceStats } from './jobs/job-types.js';
+import type { JobService, JobServiceStats } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
-import type { AgentOwnerToken } from './owners/owner-token.js';
 import { createPlacement, type SandboxStats } from './placement/placement.js';
 import type { PlacementOptions } from './placement/placement-types.js';
 import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
@@ -13,7 +12,7 @@ import { resolveConfinement } from './sandbox/sandbox-options.js';
 import { findSandboxTools, probeSandbox } from './sandbox/sandbox-tools.js';
 import { shellJobSpec } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
-import type { ShellRequest, ShellResult } from './shell/shell-types.js';
+import type { ShellService } from './shell/shell-types.js';
 import { createLocalProvider } from './subprocess/local-provider.js';
 import { treeIdPrefix } from './subprocess/marker.js';
 import { hasProcfs, listTaggedProcesses } from './subprocess/proc.js';
@@ -24,17 +23,7 @@ import type { TerminalService, TerminalServiceStats } from './terminals/terminal
 import { bindTools, createToolRegistry } from './tools/tool-registry.js';
 import type { ToolRegistry } from './tools/tool-types.js';
 
-/** `rt.shell`: one-shot commands (SPEC section 2). */
-export interface ShellService {
-  /** Runs a command to its end; exit, timeout and cancellation are result fields (C1). */
-  run(req: ShellRequest): Promise<ShellResult>;
-  /**
-   * Starts the command as a background job of `owner` (C3) and returns its info once the
-   * registry owns it. `req.signal` is checked before anything starts; `req.timeoutMs` kills
-   * the job's tree when it passes.
-   */
-  background(owner: AgentOwnerToken, req: ShellRequest): Promise<JobInfo>;
-}
+export type { ShellService } from './shell/shell-types.js';
 
 /** `rt.owners`: explicit owners for non-agent callers (O2). */
 export interface OwnerService {
@@ -113,7 +102,7 @@ export interface Runtime {
  *
  * @example
  * ```ts
- * import { createRuntime } from 'tether';
+ * import { createRuntime } from 'tether-runtime';
  * const rt = await createRuntime();
  * const { exitCode, output } = await rt.shell.run({ command: 'echo hello' });
  * const lease = rt.owners.host();

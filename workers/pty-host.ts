@@ -1,7 +1,7 @@
 /**
  * The PTY host thread: the one place node-pty lives (it is not thread-safe). Every PTY of a
  * host is forked, read, written and resized here; the main thread supervises this worker
- * through the protocol in `src/terminals/pty-protocol.ts`.
+ * through the protocol in `src/subprocess/pty/pty-protocol.ts`.
  *
  * Dying cleanly matters more than usual. node-pty reaps each leader on a native thread that
  * this thread joins at teardown, so a live leader (say, one ignoring SIGHUP) hangs the
@@ -19,7 +19,7 @@ import type {
   PtyHostRequest,
   PtyHostWorkerData,
   PtyOpenRequest,
-} from '../src/terminals/pty-protocol.js';
+} from '../src/subprocess/pty/pty-protocol.js';
 import { PtyMaster } from './pty-master.js';
 import { findExecutable } from './pty-path.js';
 

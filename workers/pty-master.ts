@@ -11,8 +11,8 @@ import { StringDecoder } from 'node:string_decoder';
 import { ReadStream } from 'node:tty';
 import { readIdentity } from '../src/subprocess/identity.js';
 import { hasProcfs } from '../src/subprocess/proc.js';
+import { signalGroupOf } from '../src/subprocess/pty/pty-signal.js';
 import type { ProcessIdentity } from '../src/subprocess/types.js';
-import { signalGroupOf } from '../src/terminals/pty-signal.js';
 import { type ForkedPty, forkPty, type PtyForkSpec, resizePty, signalName } from './pty-native.js';
 import { PtyWriter } from './pty-writer.js';
 

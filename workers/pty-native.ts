@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { constants } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import type { PtyOpenRequest } from '../src/terminals/pty-protocol.js';
+import type { PtyOpenRequest } from '../src/subprocess/pty/pty-protocol.js';
 
 /** The part of node-pty's native unix module we use (node-pty 1.1.0, `src/unix/pty.cc`). */
 interface UnixPtyNative {

@@ -2,8 +2,9 @@ import type { SnapshotFrom } from 'xstate';
 import type { agentMachine } from '../../machines/agent.js';
 import { assertArgument, TetherError } from '../errors.js';
 import type { OwnerTools } from '../tools/tool-types.js';
+import { type IdleWaiters, waitForIdle } from './agent-idle.js';
 import type { AgentRecord } from './agent-record.js';
-import type { Agent, AgentPhase, AgentStatus } from './agent-types.js';
+import type { Agent, AgentDisposal, AgentPhase, AgentStatus } from './agent-types.js';
 
 /**
  * The public phase of an agent snapshot: `retiring` already reads as `retired` (it accepts
@@ -26,11 +27,17 @@ export function phaseOf(snapshot: SnapshotFrom<typeof agentMachine>): AgentPhase
  *
  * @example
  * ```ts
- * const agent = agentFacade(record, () => disposeAgent(record), bindTools(registry, record.lease.token));
+ * const agent = agentFacade(record, () => disposeAgent(record), bindTools(registry, record.lease.token), waiters);
  * agent.say('run the tests');
+ * await agent.idle();
  * ```
  */
-export function agentFacade(record: AgentRecord, dispose: () => Promise<void>, tools: OwnerTools): Agent {
+export function agentFacade(
+  record: AgentRecord,
+  dispose: () => Promise<AgentDisposal>,
+  tools: OwnerTools,
+  waiters: IdleWaiters,
+): Agent {
   const snapshot = () => record.actor!.getSnapshot();
   const agent: Agent & { toJSON(): unknown } = {
     id: record.publication,
@@ -47,6 +54,9 @@ export function agentFacade(record: AgentRecord, dispose: () => Promise<void>, t
         throw new TetherError('OWNER_RETIRED', 'the agent was disposed; create a new agent for this session');
       }
       record.actor!.send(event);
+    },
+    idle(options) {
+      return waitForIdle(record.actor!, waiters, options?.signal);
     },
     status(): AgentStatus {
       const s = snapshot();

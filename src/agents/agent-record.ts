@@ -1,8 +1,16 @@
 import type { ActorRefFrom } from 'xstate';
-import type { agentMachine } from '../../machines/agent.js';
+import type { agentMachine, InboxItem } from '../../machines/agent.js';
 import type { completionRouterMachine } from '../../machines/completion-router.js';
+import { TetherError } from '../errors.js';
 import type { OwnerLease } from '../owners/owner-registry.js';
-import type { Agent, AgentErrorReporter, AgentErrorStage, AgentOptions, Notice } from './agent-types.js';
+import type {
+  Agent,
+  AgentDisposal,
+  AgentErrorReporter,
+  AgentErrorStage,
+  AgentOptions,
+  Notice,
+} from './agent-types.js';
 import type { AgentWork } from './agent-work.js';
 
 export type AgentActor = ActorRefFrom<typeof agentMachine>;
@@ -29,7 +37,7 @@ export interface AgentRecord {
   /** Every router this publication had that may still be delivering (D1 closes them all). */
   readonly routers: Set<RouterActor>;
   /** The memoized D1 teardown. */
-  disposing?: Promise<void>;
+  disposing?: Promise<AgentDisposal>;
 }
 
 /**
@@ -76,5 +84,29 @@ export function warnAgentError(error: unknown, where: Parameters<AgentErrorRepor
   const text = error instanceof Error ? error.message : String(error);
   const ids = [...(where.jobIds ?? []), ...(where.terminalIds ?? [])];
   const about = ids.length > 0 ? ` (${ids.join(', ')})` : '';
-  process.emitWarning(`${where.agent}: ${where.stage} failed${about}: ${text}`, { code: 'TETHER_AGENT' });
+  // Unclaimed input is not a failure of a stage: the message says what happened.
+  const what = where.stage === 'input' ? '' : `${where.stage} failed${about}: `;
+  process.emitWarning(`${where.agent}: ${what}${text}`, { code: 'TETHER_AGENT' });
+}
+
+/**
+ * D1: the error the error path gets for user input that no turn claimed before the agent was
+ * disposed (`INPUT_UNCLAIMED`), or `undefined` when every input was claimed. Unclaimed
+ * notices are not errors: their jobs' facts stay queryable until the owner is drained.
+ *
+ * @example
+ * ```ts
+ * const error = unclaimedInputError(snapshot.context.unclaimed);
+ * if (error) publishError(record, onError, 'input', error);
+ * ```
+ */
+export function unclaimedInputError(unclaimed: readonly InboxItem[]): TetherError | undefined {
+  const input = unclaimed.filter((item) => item.kind === 'user');
+  if (input.length === 0) return undefined;
+  const which = input.map((item) => `#${item.seq}`).join(', ');
+  return new TetherError(
+    'INPUT_UNCLAIMED',
+    `${input.length} user input(s) (${which}) reached no turn: the agent was disposed first; ` +
+      'await agent.idle() before agent.dispose(), or take them from the result of dispose()',
+  );
 }

@@ -6,11 +6,18 @@ import { resolveAgentOptions, resolveServiceOptions } from './agent-args.js';
 import { countingClock } from './agent-clock.js';
 import { deliverNotice, type ListenerCount, subscribeCompletions } from './agent-delivery.js';
 import { agentFacade } from './agent-facade.js';
-import { type AgentRecord, publishError, warnAgentError } from './agent-record.js';
+import type { IdleWaiters } from './agent-idle.js';
+import { type AgentRecord, publishError, unclaimedInputError, warnAgentError } from './agent-record.js';
 import { startAgentSystem } from './agent-system.js';
 import { tearDown } from './agent-teardown.js';
 import { runTurn } from './agent-turn.js';
-import type { AgentErrorStage, AgentService, AgentServiceOptions, Notice } from './agent-types.js';
+import type {
+  AgentDisposal,
+  AgentErrorStage,
+  AgentService,
+  AgentServiceOptions,
+  Notice,
+} from './agent-types.js';
 import { AgentWork, type WorkKind, type WorkTimers } from './agent-work.js';
 
 // Without a tool registry (the agent service used on its own), every call says so.
@@ -51,6 +58,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
   const clock = countingClock(options.clock);
   const timers: WorkTimers = { timers: 0 };
   const counts: ListenerCount = { listeners: 0 };
+  const idleWaiters: IdleWaiters = { idle: 0 };
   const records = new Map<string, AgentRecord>();
   /** Work of torn-down agents that outlived their teardown (abandoned turns). */
   const lingering = new Set<AgentWork>();
@@ -99,17 +107,21 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     { clock, inspect: options.inspect },
   );
 
-  // D1: RETIRE runs the agent machine's retiring (owner retired, router closed, drains,
-  // settles); the publication is forgotten once the actor reached `retired`.
-  const disposeAgent = (record: AgentRecord): Promise<void> => {
+  // D1: RETIRE runs the agent machine's retiring (owner retired, inbox set aside, router
+  // closed, drains, settles); the publication is forgotten once the actor reached `retired`.
+  const disposeAgent = (record: AgentRecord): Promise<AgentDisposal> => {
     record.disposing ??= (async () => {
       teardowns++;
       try {
         const actor = record.actor!;
         const retired = toPromise(actor);
         actor.send({ type: 'RETIRE' });
+        const { unclaimed } = actor.getSnapshot().context;
+        const lost = unclaimedInputError(unclaimed);
+        if (lost) publishError(record, onError, 'input', lost);
         await retired.catch((error: unknown) => publishError(record, onError, 'teardown', error));
         await record.work.settleWithin('error', turnGraceMs);
+        return { unclaimed };
       } finally {
         teardowns--;
         records.delete(record.publication);
@@ -177,7 +189,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
         routers: new Set(),
       };
       const tools = options.tools?.(record.lease.token) ?? NO_TOOLS;
-      record.agent = agentFacade(record, () => disposeAgent(record), tools);
+      record.agent = agentFacade(record, () => disposeAgent(record), tools, idleWaiters);
       records.set(record.publication, record);
       const routerId = `router:${sessionId}:${n}`;
       system.send({
@@ -209,7 +221,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
         }, 0),
         deliveries: inFlight('delivery'),
         timers: clock.live + timers.timers,
-        waiters: teardowns,
+        waiters: teardowns + idleWaiters.idle,
         errors: inFlight('error'),
         reloads: reloadWork.count('reload'),
       };

@@ -88,15 +88,31 @@ export interface AgentStatus {
 }
 
 /**
+ * What `agent.dispose()` resolves with. `unclaimed` is every inbox item no turn claimed
+ * before the agent was disposed (user input and notices, in arrival order): input given to
+ * an agent that is disposed before a turn takes it is reported here, and its user input
+ * also on the error path (`stage: 'input'`, code `INPUT_UNCLAIMED`), never dropped silently.
+ *
+ * @example
+ * ```ts
+ * const { unclaimed } = await agent.dispose();
+ * for (const item of unclaimed) if (item.kind === 'user') requeue(item.text);
+ * ```
+ */
+export interface AgentDisposal {
+  readonly unclaimed: readonly InboxItem[];
+}
+
+/**
  * One agent publication. `owner` is its capability for tools and services (O1): a fresh
  * token per publication, never serialized (`toJSON` leaves it out).
  *
  * @example
  * ```ts
  * const agent = agents.create({ sessionId: 's1', onTurn: drive });
- * await rt.shell.background(agent.owner, { command: 'npm test' }); // a notice wakes the agent later
- * agent.say('and then lint it');
- * await agent.dispose(); // D1
+ * agent.say('run the tests and then lint');
+ * await agent.idle();    // the turn it started (and any it led to) has ended
+ * await agent.dispose(); // D1: { unclaimed: [] }
  * ```
  */
 export interface Agent {
@@ -110,20 +126,38 @@ export interface Agent {
    * owner, and after `dispose` every call fails closed with `OWNER_RETIRED`.
    */
   readonly tools: OwnerTools;
-  /** User-authored input: starts a turn when idle, else lands in the next step (W2). `OWNER_RETIRED` after dispose. */
+  /**
+   * User-authored input: starts a turn when idle, else lands in the next step (W2). Returns
+   * at once (it does not return a promise: a fire-and-forget `say` must never become an
+   * unhandled rejection); `await agent.idle()` waits for the turns it causes. Throws
+   * `OWNER_RETIRED` after dispose.
+   */
   say(text: string): void;
+  /**
+   * Resolves once the agent is idle: no turn running and none due — every turn that user
+   * input or a wake started has ended (also when one threw: that failure is on the error
+   * path). At once when it is idle already. It waits for turns, not for background jobs:
+   * a job that ends later may wake the agent again (W3). Rejects with `OWNER_RETIRED` when
+   * the agent is disposed first and with `ABORTED` when `signal` aborts. From inside
+   * `onTurn`, do not await it: it waits for that very turn to end.
+   */
+  idle(options?: { readonly signal?: AbortSignal }): Promise<void>;
   status(): AgentStatus;
   /**
    * D1: retire the owner, abort the running turn, detach the router, drain the owner's
    * resources (in reverse start order), then wait for the turn, deliveries and error
-   * publication (each bounded by `turnGraceMs`). Idempotent. From inside `onTurn`, call it
-   * and return rather than await it: teardown waits for that very turn to settle.
+   * publication (each bounded by `turnGraceMs`). Resolves with what no turn claimed
+   * (`AgentDisposal`). Idempotent: every call gets the same result. From inside `onTurn`,
+   * call it and return rather than await it: teardown waits for that very turn to settle.
    */
-  dispose(): Promise<void>;
+  dispose(): Promise<AgentDisposal>;
 }
 
-/** Where an agent-side failure happened. */
-export type AgentErrorStage = 'turn' | 'delivery' | 'subscribe' | 'drain' | 'teardown';
+/**
+ * Where an agent-side failure happened. `input`: user input no turn claimed before the agent
+ * was disposed (a `TetherError` with code `INPUT_UNCLAIMED`).
+ */
+export type AgentErrorStage = 'turn' | 'delivery' | 'subscribe' | 'drain' | 'teardown' | 'input';
 
 /** The error path (W1): called once per failure, outside any machine transition. */
 export type AgentErrorReporter = (
@@ -186,7 +220,7 @@ export interface AgentServiceStats {
   readonly deliveries: number;
   /** Armed timers: quiet windows and teardown deadlines. */
   readonly timers: number;
-  /** Agent teardowns in progress. */
+  /** Agent teardowns in progress and `agent.idle()` calls still waiting. */
   readonly waiters: number;
   /** Error publications in flight. */
   readonly errors: number;

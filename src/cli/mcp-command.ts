@@ -21,7 +21,7 @@ Options:
   -h, --help               this text
 
 Client configuration (e.g. Claude Desktop, Cursor):
-  { "mcpServers": { "tether": { "command": "npx", "args": ["tether", "mcp"] } } }
+  { "mcpServers": { "tether": { "command": "npx", "args": ["-y", "tether-runtime", "mcp"] } } }
 `;
 
 /**
@@ -88,7 +88,7 @@ function routeConsoleToStderr(): () => void {
 // The package's own version, found through its self-reference (works from src and dist).
 function packageVersion(): string {
   try {
-    const pkg = createRequire(import.meta.url)('tether/package.json') as { version?: unknown };
+    const pkg = createRequire(import.meta.url)('tether-runtime/package.json') as { version?: unknown };
     return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
   } catch {
     return '0.0.0';

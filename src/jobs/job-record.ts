@@ -2,13 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { ActorRefFrom } from 'xstate';
 import type { jobMachine } from '../../machines/job.js';
 import type { RetainedOutput } from '../output/retained-output.js';
-import type { JobHooks } from './job-types.js';
+import type { JobErrorReporter, JobHooks } from './job-types.js';
 
-/** Where a producer hook or listener failure is reported (never thrown into the runtime). */
-export type JobErrorReporter = (
-  error: unknown,
-  where: { readonly jobId: string; readonly hook: string },
-) => void;
+export type { JobErrorReporter } from './job-types.js';
 
 /**
  * What the registry holds for one job: the producer's hooks, the output buffer, and the job

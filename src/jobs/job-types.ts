@@ -1,33 +1,12 @@
 import type { InspectionEvent } from 'xstate';
+import type { JobInfo } from '../../machines/facts.js';
 import type { JobExit } from '../../machines/job.js';
 import type { CompletionSubscription } from '../completions/completion-hub.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
-import type { JobErrorReporter } from './job-record.js';
 
+export type { JobInfo, JobState } from '../../machines/facts.js';
 export type { JobExit } from '../../machines/job.js';
-
-/** A job's lifecycle state (SPEC J2). `running` covers both "active" and "cancel requested". */
-export type JobState = 'running' | 'succeeded' | 'failed' | 'killed';
-
-/**
- * A job's facts as its owner sees them (SPEC R). `isTerminal` separates live from final;
- * `cancelRequested` says a kill was asked for, which is visible before the job is `killed`.
- * `error` is the producer's own failure text (not a non-zero exit), or `null`.
- */
-export interface JobInfo {
-  readonly id: string;
-  readonly kind: string;
-  readonly label: string;
-  readonly state: JobState;
-  readonly isTerminal: boolean;
-  readonly cancelRequested: boolean;
-  readonly exitCode: number | null;
-  readonly signal: string | null;
-  readonly error: string | null;
-  readonly startedAt: number;
-  readonly endedAt: number | null;
-}
 
 /**
  * One page of a job's output (SPEC J5). `cursor` is where the next read continues;
@@ -149,6 +128,12 @@ export interface JobService {
   /** Drains every owner, settles deliveries and stops the actor system (D2). Idempotent. */
   dispose(): Promise<void>;
 }
+
+/** Where a producer hook or listener failure is reported (never thrown into the runtime). */
+export type JobErrorReporter = (
+  error: unknown,
+  where: { readonly jobId: string; readonly hook: string },
+) => void;
 
 /** Options of `createJobService`. */
 export interface JobServiceOptions {

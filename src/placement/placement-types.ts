@@ -1,4 +1,4 @@
-import type { IsolationMode, SandboxOptions } from '../sandbox/sandbox-types.js';
+import type { IsolationMode, SandboxDescription, SandboxOptions } from '../sandbox/sandbox-types.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
 
 /**
@@ -17,3 +17,15 @@ export interface PlacementOptions {
   readonly sandbox?: SandboxOptions;
   readonly isolation?: IsolationMode;
 }
+
+/**
+ * The provider an owner's processes start on, with the sandbox that confines them when one
+ * does (A3). The seam (`SubprocessProvider`, S2) knows nothing of sandboxes; placement does.
+ *
+ * @example
+ * ```ts
+ * const provider: PlacedProvider = placement.providerFor(owner);
+ * if (provider.sandbox) console.log(`confined: ${provider.sandbox.mode}`);
+ * ```
+ */
+export type PlacedProvider = SubprocessProvider & { readonly sandbox?: SandboxDescription };

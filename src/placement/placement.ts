@@ -6,7 +6,7 @@ import { createSandboxProvider, type SandboxProvider } from '../sandbox/sandbox-
 import { findSandboxTools, type SandboxTools } from '../sandbox/sandbox-tools.js';
 import type { SandboxDescription } from '../sandbox/sandbox-types.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
-import type { PlacementOptions } from './placement-types.js';
+import type { PlacedProvider, PlacementOptions } from './placement-types.js';
 
 /**
  * `rt.stats().sandbox`: the runtime's default confinement and the enclaves running now.
@@ -31,7 +31,7 @@ export interface Placement {
    * The provider for `owner` (`undefined`: an ownerless `rt.shell.run`). `escalate`: the
    * owner's provider without its sandbox (A4, approved by the policy step before this).
    */
-  providerFor(owner: AgentOwnerToken | undefined, opts?: { readonly escalate?: boolean }): SubprocessProvider;
+  providerFor(owner: AgentOwnerToken | undefined, opts?: { readonly escalate?: boolean }): PlacedProvider;
   /** Places `owner` (validated first: INVALID_ARGUMENT naming the field). Call before it spawns. */
   assign(owner: AgentOwnerToken, options: PlacementOptions): void;
   /** Validates placement options without placing anyone (what `agents.create` checks first). */

@@ -1,3 +1,5 @@
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { TetherError } from '../errors.js';
 import type {
   SubprocessHandle,
@@ -99,6 +101,7 @@ export function createSandboxProvider(
   const enter = async <S extends SubprocessSpawnSpec | TerminalSpawnSpec>(spec: S): Promise<S> => {
     if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
     assertVisible(spec.cwd, confinement);
+    assertProgram(spec.argv[0], spec.cwd, spec.env?.PATH ?? process.env.PATH ?? '');
     const { holder } = await enclave();
     const join = ['-t', String(holder.pid), '-m', '-p', '-i', ...(sandboxed ? ['-n'] : [])];
     const drop = sandboxed
@@ -141,6 +144,28 @@ export function createSandboxProvider(
       return disposed;
     },
   };
+}
+
+// S1: a missing program is SPAWN_FAILED, as with the inner provider, not an exit 127 of the
+// entered nsenter. Looked up on the host: the sandbox sees the host's filesystem (read-only),
+// except a private /tmp and the denyRead paths, where the exec inside still fails (exit 127).
+function assertProgram(file: string, cwd: string, path: string): void {
+  const runnable = (candidate: string) => {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return statSync(candidate).isFile();
+    } catch {
+      return false;
+    }
+  };
+  const found = file.includes('/')
+    ? runnable(isAbsolute(file) ? file : resolve(cwd, file))
+    : path.split(delimiter).some((dir) => dir !== '' && runnable(join(resolve(cwd, dir), file)));
+  if (found) return;
+  throw new TetherError(
+    'SPAWN_FAILED',
+    `'${file}' was not found (looked up in PATH from cwd '${cwd}'); pass an installed executable`,
+  );
 }
 
 // A cwd under the host /tmp is not inside the sandbox (its /tmp is private) unless it is a

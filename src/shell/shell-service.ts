@@ -3,7 +3,7 @@ import { assertArgument } from '../errors.js';
 import { OutputCapture } from '../output/output-capture.js';
 import type { SpillPool } from '../output/spill.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
-import type { SubprocessProvider } from '../subprocess/types.js';
+import type { PlacedProvider } from '../placement/placement-types.js';
 import type { ShellRequest, ShellResult } from './shell-types.js';
 
 export interface ShellDefaults {
@@ -22,7 +22,7 @@ export interface ShellDeps {
    * The provider a request runs on: the owner's placement (X4), without its sandbox when the
    * request is escalated (A4; the policy step approved that before).
    */
-  readonly provider: (owner: AgentOwnerToken | undefined, req: ShellRequest) => SubprocessProvider;
+  readonly provider: (owner: AgentOwnerToken | undefined, req: ShellRequest) => PlacedProvider;
   readonly spillPool: SpillPool | null;
   readonly defaults: ShellDefaults;
   /** Aborted when the runtime is disposed: every running command is cancelled (D2). */

@@ -1,3 +1,4 @@
+import type { JobInfo } from '../jobs/job-types.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { SandboxDescription } from '../sandbox/sandbox-types.js';
 
@@ -50,4 +51,16 @@ export interface ShellResult {
   /** A3: the sandbox the command ran in, when it ran in one. */
   readonly sandbox?: SandboxDescription;
   readonly durationMs: number;
+}
+
+/** `rt.shell`: one-shot commands (SPEC section 2). */
+export interface ShellService {
+  /** Runs a command to its end; exit, timeout and cancellation are result fields (C1). */
+  run(req: ShellRequest): Promise<ShellResult>;
+  /**
+   * Starts the command as a background job of `owner` (C3) and returns its info once the
+   * registry owns it. `req.signal` is checked before anything starts; `req.timeoutMs` kills
+   * the job's tree when it passes.
+   */
+  background(owner: AgentOwnerToken, req: ShellRequest): Promise<JobInfo>;
 }

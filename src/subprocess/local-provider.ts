@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn as spawnChild } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { TetherError } from '../errors.js';
-import { createPtyHost, type PtyHost } from '../terminals/pty-host.js';
 import { type EnvPolicy, sanitizeEnv } from './env.js';
 import { readIdentity } from './identity.js';
 import { newTreeId, TREE_MARKER_ENV } from './marker.js';
 import { markPids, type PidMark } from './pid-mark.js';
+import { createPtyHost, type PtyHost } from './pty/pty-host.js';
 import { killProcessTree } from './tree-kill.js';
 import type {
   ProcessIdentity,
@@ -13,6 +13,8 @@ import type {
   SubprocessHandle,
   SubprocessProvider,
   SubprocessSpawnSpec,
+  TerminalHandle,
+  TerminalSpawnSpec,
   TreeKillVerdict,
 } from './types.js';
 
@@ -55,13 +57,7 @@ export function createLocalProvider(options: LocalProviderOptions = {}): LocalPr
   return {
     name: 'local',
     spawn: (spec) => spawnLocal(spec, options),
-    async spawnTerminal(spec) {
-      if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
-      assertDirectory(spec.cwd);
-      const { argv, cwd, cols, rows, cleanupGraceMs } = spec;
-      const env = sanitizeEnv(process.env, options.env, spec.env);
-      return host.open({ argv, cwd, cols, rows, cleanupGraceMs, env });
-    },
+    spawnTerminal: (spec) => spawnLocalTerminal(spec, host, options),
     get workers() {
       return host.alive ? 1 : 0;
     },
@@ -71,6 +67,7 @@ export function createLocalProvider(options: LocalProviderOptions = {}): LocalPr
   };
 }
 
+// The one place a local process tree starts (S1, S4): where containment hooks in before exec.
 async function spawnLocal(
   spec: SubprocessSpawnSpec,
   options: LocalProviderOptions,
@@ -89,6 +86,19 @@ async function spawnLocal(
   });
   await started(child, file, spec.cwd);
   return trackChild(child, { treeId, since }, spec);
+}
+
+// The one place a local terminal starts: its PTY is forked by the host worker (S1, S3).
+async function spawnLocalTerminal(
+  spec: TerminalSpawnSpec,
+  host: PtyHost,
+  options: LocalProviderOptions,
+): Promise<TerminalHandle> {
+  if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
+  assertDirectory(spec.cwd);
+  const { argv, cwd, cols, rows, cleanupGraceMs } = spec;
+  const env = sanitizeEnv(process.env, options.env, spec.env);
+  return host.open({ argv, cwd, cols, rows, cleanupGraceMs, env });
 }
 
 /**

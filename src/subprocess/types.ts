@@ -1,5 +1,4 @@
 import type { Readable, Writable } from 'node:stream';
-import type { SandboxDescription } from '../sandbox/sandbox-types.js';
 
 /** What a child's stdio slot is connected to. 'pipe' gives the caller a stream. */
 export type StdioDisposition = 'pipe' | 'ignore' | 'inherit';
@@ -103,10 +102,44 @@ export interface TerminalHandleExit {
 export type TerminalSignalTarget = 'foreground' | 'session';
 
 /**
+ * A thread of the terminal's foreground process group that was seen blocked waiting for input
+ * on this terminal (T6). `tid` and `wakeups` (how often that thread was scheduled so far) let
+ * a caller that probed before writing tell a wait that began after its input from one that
+ * already existed (T5): a later proof counts only with another `tid` or more `wakeups`.
+ */
+export interface InputWaitProof {
+  readonly pid: number;
+  readonly tid: number;
+  /** The blocking call, e.g. `read` or `pselect6`. */
+  readonly via: string;
+  readonly wakeups: number;
+}
+
+/**
+ * A terminal handle's answer to "does its foreground group wait for input?" (T6), for the
+ * moment of the probe. `waiting: true` carries the proof; `waiting: false` says the provider
+ * looked and the group is running, blocked elsewhere or absent; `unknown` says it cannot tell
+ * (no proof on this platform or placement, an unreadable or vanished process, a race). A
+ * provider without a proof mechanism always answers `unknown`, and `send` then answers
+ * `inferred_idle`, never a false `stdin_read`.
+ *
+ * @example
+ * ```ts
+ * const answer = await handle.probeInput();
+ * if ('unknown' in answer) console.log(`cannot tell: ${answer.unknown}`);
+ * else if (answer.waiting) console.log(`pid ${answer.proof.pid} waits in ${answer.proof.via}`);
+ * ```
+ */
+export type InputProbe =
+  | { readonly waiting: true; readonly proof: InputWaitProof }
+  | { readonly waiting: false; readonly reason: string }
+  | { readonly unknown: string };
+
+/**
  * A process on a pseudo-terminal handed out by a provider (S2). Its owner must call `kill()`.
- * The terminal service proves `stdin_read` (T6) from this machine's /proc by `identity`; a
- * handle whose process is elsewhere (a remote provider) never matches a local identity, so
- * `send` then answers `inferred_idle` rather than claim a proof.
+ * Everything the terminal service needs is here: it decides wait reasons from `probeInput`
+ * answers alone and never looks at processes itself, so a remote or sandboxed terminal
+ * answers the same questions from its own side.
  */
 export interface TerminalHandle {
   /** The leader (session and group leader of the terminal), with its start time. */
@@ -135,6 +168,15 @@ export interface TerminalHandle {
    */
   signal(signal: NodeJS.Signals, target: TerminalSignalTarget): boolean;
   /**
+   * Delivers `signal` to what runs in the foreground now (T8): like `signal(s, 'foreground')`,
+   * but it retries a delivery that raced a foreground program's exit, and for SIGINT, SIGQUIT
+   * and SIGTSTP re-checks for a moment that another program did not take the foreground
+   * instead. `false` when no live foreground process got it.
+   */
+  signalForeground(signal: NodeJS.Signals): Promise<boolean>;
+  /** Whether the foreground group waits for input on this terminal right now (T5, T6). */
+  probeInput(): Promise<InputProbe>;
+  /**
    * Hangs the terminal up, then kills the whole tree and verifies it is gone (S4, T4).
    * Resolves after `exited` when the verdict is quiescent.
    */
@@ -155,8 +197,6 @@ export interface SubprocessProvider {
   spawnTerminal(spec: TerminalSpawnSpec): Promise<TerminalHandle>;
   /** Worker threads (or connections) it runs now; 0 when it holds nothing (D3). */
   readonly workers?: number;
-  /** A3: what confines this provider's processes, when something does (a sandbox provider). */
-  readonly sandbox?: SandboxDescription;
   /**
    * Releases what the provider itself holds (e.g. the PTY worker), after every handle it gave
    * out was killed. Idempotent; spawning afterwards fails with RUNTIME_DISPOSED.

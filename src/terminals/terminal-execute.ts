@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TetherError } from '../errors.js';
+import { assertArgument, TetherError } from '../errors.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { TerminalHandle } from '../subprocess/types.js';
 import { ExecutionCapture } from './execution-capture.js';
-import type { PtySession } from './pty-host.js';
 import { executeLine } from './shell-protocol.js';
+import type { TerminalTable } from './terminal-table.js';
 import type { TerminalCommandResult } from './terminal-types.js';
 
 /** After Ctrl-C on timeout, how long the shell has to print its prompt again before it is replaced. */
@@ -13,9 +15,64 @@ const OUTPUT_CAP_CHARS = 1_048_576;
 
 /** What `execute` needs from the terminal it runs on. */
 export interface ExecuteTarget {
-  readonly pty: PtySession;
+  readonly pty: TerminalHandle;
   /** Kills the current shell's tree and starts a fresh one behind the same terminal id. */
   resetShell(): Promise<void>;
+}
+
+/**
+ * `execute` (T7) in the terminal's one turn: a shell reset spawns a fresh shell through the
+ * provider that opened the terminal, after the old tree's kill verdict; what execute covered
+ * is consumed from the read cursor.
+ *
+ * @example
+ * ```ts
+ * const r = await executeCommand(table, owner, id, 'echo hi', {});
+ * r.output; // 'hi\n'
+ * ```
+ */
+export async function executeCommand(
+  table: TerminalTable,
+  owner: AgentOwnerToken,
+  id: string,
+  command: string,
+  opts: { timeoutMs?: number; signal?: AbortSignal },
+): Promise<TerminalCommandResult> {
+  const record = table.lookup(owner, id);
+  assertArgument(typeof command === 'string', 'command must be a string');
+  const timeoutMs = opts.timeoutMs ?? 120_000;
+  assertArgument(
+    Number.isFinite(timeoutMs) && timeoutMs > 0,
+    `timeoutMs must be a positive finite number, got ${timeoutMs}`,
+  );
+  assertArgument(
+    opts.signal === undefined || opts.signal instanceof AbortSignal,
+    'signal must be an AbortSignal',
+  );
+  return table.withTurn(record, 'execute', async () => {
+    record.executing = true;
+    try {
+      const from = record.output.end;
+      const result = await executeInTerminal(
+        {
+          pty: record.pty,
+          resetShell: async () => {
+            await record.pty.kill();
+            record.replacePty(await record.provider.spawnTerminal(record.spec));
+            record.actor.send({ type: 'SHELL_RESET' });
+            table.watchExit(record);
+          },
+        },
+        command,
+        timeoutMs,
+        opts.signal,
+      );
+      record.output.read(from, Number.MAX_SAFE_INTEGER); // what execute covered is consumed
+      return result;
+    } finally {
+      record.executing = false;
+    }
+  });
 }
 
 /**
@@ -81,7 +138,7 @@ function abortedError(): TetherError {
 // Which comes first: the end marker, the shell's exit, the deadline, or the caller's abort.
 async function race(
   capture: ExecutionCapture,
-  pty: PtySession,
+  pty: TerminalHandle,
   ms: number,
   stop: AbortSignal,
   caller?: AbortSignal,

@@ -1,7 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { PtySession } from './pty-host.js';
-import { probeStdinRead, type StdinProof, stdinProofSupported } from './stdin-probe.js';
-import type { WaitReason } from './terminal-types.js';
+import { assertArgument, TetherError } from '../errors.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { InputProbe, TerminalHandle } from '../subprocess/types.js';
+import type { TerminalTable } from './terminal-table.js';
+import {
+  TERMINAL_SIGNALS,
+  type TerminalSendResult,
+  type TerminalSignal,
+  type WaitReason,
+} from './terminal-types.js';
 
 /**
  * How long `send` waits before looking again (output silence, the stdin proof, the deadline):
@@ -22,18 +29,84 @@ export interface SendWait {
 }
 
 /**
+ * `send` (T5): writes `input` in the terminal's one turn and returns the output that followed
+ * with why it returned — `stdin_read` only on the handle's proof (T6), else `inferred_idle`,
+ * `timeout` or `session_exit`.
+ *
+ * @example
+ * ```ts
+ * const r = await sendToTerminal(table, owner, id, 'read x\r', {});
+ * r.waitReason; // 'stdin_read'
+ * ```
+ */
+export async function sendToTerminal(
+  table: TerminalTable,
+  owner: AgentOwnerToken,
+  id: string,
+  input: string,
+  opts: { settleMs?: number; timeoutMs?: number },
+): Promise<TerminalSendResult> {
+  const record = table.lookup(owner, id);
+  assertArgument(typeof input === 'string', 'input must be a string (use "\\r" or "\\n" for Enter)');
+  const settleMs = opts.settleMs ?? 500;
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  assertArgument(
+    Number.isFinite(settleMs) && settleMs >= 0,
+    `settleMs must be a finite number >= 0, got ${settleMs}`,
+  );
+  assertArgument(
+    Number.isFinite(timeoutMs) && timeoutMs > 0,
+    `timeoutMs must be a positive finite number, got ${timeoutMs}`,
+  );
+  return table.withTurn(record, 'send', async () => {
+    const startedAt = performance.now();
+    const from = record.output.end;
+    const pty = record.pty;
+    const before = await proofBeforeInput(pty);
+    await pty.write(input);
+    const waitReason = await waitForReason(pty, before, { settleMs, timeoutMs, startedAt });
+    const page = record.output.read(from, Number.MAX_SAFE_INTEGER);
+    return { output: page.text, cursor: page.cursor, lossy: page.lossy, waitReason };
+  });
+}
+
+/**
+ * `signal` (T8): the provider's handle delivers it to what runs in the foreground now.
+ *
+ * @example
+ * ```ts
+ * await signalTerminal(table, owner, id, 'SIGINT');
+ * ```
+ */
+export async function signalTerminal(
+  table: TerminalTable,
+  owner: AgentOwnerToken,
+  id: string,
+  signal: TerminalSignal,
+): Promise<void> {
+  const record = table.lookup(owner, id);
+  assertArgument(
+    (TERMINAL_SIGNALS as readonly string[]).includes(signal),
+    `signal must be one of ${TERMINAL_SIGNALS.join(', ')}, got ${String(signal)}`,
+  );
+  if (!(await record.pty.signalForeground(signal))) {
+    throw new TetherError('TERMINAL_CLOSED', `terminal '${id}' has no live foreground process to signal`);
+  }
+}
+
+/**
  * A proof taken before the input was written (T5): the wait it saw is not evidence that our
  * input was consumed, so a later proof must come from another thread or a later wake-up.
  *
  * @example
  * ```ts
- * const before = proofBeforeInput(pty);
+ * const before = await proofBeforeInput(pty);
  * await pty.write(input);
  * const reason = await waitForReason(pty, before, { settleMs: 500, timeoutMs: 30_000, startedAt });
  * ```
  */
-export function proofBeforeInput(pty: PtySession): StdinProof | null {
-  return stdinProofSupported() ? probeStdinRead({ root: pty.identity, ttyPath: pty.ttyPath }) : null;
+export function proofBeforeInput(pty: TerminalHandle): Promise<InputProbe> {
+  return pty.probeInput();
 }
 
 /**
@@ -43,8 +116,8 @@ export function proofBeforeInput(pty: PtySession): StdinProof | null {
  * total deadline passed. Every timer it arms is cancelled when it returns.
  */
 export async function waitForReason(
-  pty: PtySession,
-  before: StdinProof | null,
+  pty: TerminalHandle,
+  before: InputProbe,
   wait: SendWait,
 ): Promise<WaitReason> {
   const writtenAt = performance.now();
@@ -59,7 +132,7 @@ export async function waitForReason(
       const now = performance.now();
       if (now - wait.startedAt >= wait.timeoutMs) return 'timeout';
       if (now - Math.max(writtenAt, pty.lastOutputAt) >= wait.settleMs) return 'inferred_idle';
-      if (before !== null && (await provenWaiting(pty, before, timers.signal))) {
+      if (await provenWaiting(pty, before, timers.signal)) {
         if (exited) return 'session_exit';
         return 'stdin_read';
       }
@@ -71,12 +144,15 @@ export async function waitForReason(
 }
 
 // T6 caller's half: a proof counts only if it is new since the write (T5) and no output
-// arrived from the moment the scan began until stragglers had time to land.
-async function provenWaiting(pty: PtySession, before: StdinProof, signal: AbortSignal): Promise<boolean> {
+// arrived from the moment the probe began until stragglers had time to land. Only the handle's
+// answer counts: `unknown` and `waiting: false` prove nothing.
+async function provenWaiting(pty: TerminalHandle, before: InputProbe, signal: AbortSignal): Promise<boolean> {
   const scanStartedAt = performance.now();
-  const proof = probeStdinRead({ root: pty.identity, ttyPath: pty.ttyPath });
-  if (!proof.proven) return false;
-  const fresh = !before.proven || proof.tid !== before.tid || proof.wakeups > before.wakeups;
+  const answer = await pty.probeInput();
+  if (!('waiting' in answer) || !answer.waiting) return false;
+  const { proof } = answer;
+  const was = 'waiting' in before && before.waiting ? before.proof : null;
+  const fresh = was === null || proof.tid !== was.tid || proof.wakeups > was.wakeups;
   if (!fresh) return false;
   await sleep(STRAGGLER_MS, undefined, { signal });
   return pty.lastOutputAt < scanStartedAt;

@@ -1,3 +1,4 @@
+import type { TerminalExit } from '../../machines/facts.js';
 import type { CompletionSubscription } from '../completions/completion-hub.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { TerminalScreen } from './screen.js';
@@ -36,24 +37,7 @@ export interface TerminalInfo {
   readonly openedAt: number;
 }
 
-/**
- * A terminal whose session ended on its own — its shell exited (`exit`), or the PTY host
- * worker died (`host_crashed`) — reported once its tree was swept. This is the terminal's
- * completion: its owner's listeners (`onSessionExit`) and agents' notices carry it. A terminal
- * ended by `close`, a drain or dispose is not reported: its owner asked for that.
- */
-export interface TerminalExit {
-  readonly id: string;
-  readonly shell: string;
-  readonly cwd: string;
-  /** The shell's pid (the session leader). */
-  readonly pid: number;
-  readonly openedAt: number;
-  readonly endedAt: number;
-  readonly exitCode: number | null;
-  readonly signal: string | null;
-  readonly reason: 'exit' | 'host_crashed';
-}
+export type { TerminalExit } from '../../machines/facts.js';
 
 /** A session-exit subscription: dispose it to stop deliveries (also `using sub = …`). */
 export type TerminalSubscription = CompletionSubscription;

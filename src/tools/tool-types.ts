@@ -1,9 +1,26 @@
 import type { TetherErrorCode } from '../errors.js';
+import type { JobService } from '../jobs/job-types.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
-import type { Runtime } from '../runtime.js';
+import type { ShellService } from '../shell/shell-types.js';
+import type { PersistentBash } from '../terminals/persistent-bash.js';
+import type { TerminalService } from '../terminals/terminal-types.js';
 
-/** The services the tools run on: a whole runtime, or the parts an embedder composes. */
-export type ToolRuntime = Pick<Runtime, 'shell' | 'jobs' | 'terminals' | 'persistentBash'>;
+/**
+ * The services the tools run on: a whole runtime, or the parts an embedder composes. The tools
+ * depend on these service interfaces only, never on the composition root that builds them.
+ *
+ * @example
+ * ```ts
+ * const services: ToolRuntime = { shell: rt.shell, jobs: rt.jobs, terminals: rt.terminals, persistentBash: rt.persistentBash };
+ * const tools = createToolRegistry(services);
+ * ```
+ */
+export interface ToolRuntime {
+  readonly shell: ShellService;
+  readonly jobs: JobService;
+  readonly terminals: TerminalService;
+  readonly persistentBash: PersistentBash;
+}
 
 /** A JSON Schema fragment (the subset the tools use: draft-07 keywords, no `$ref`). */
 export type JsonSchema = Readonly<Record<string, unknown>>;

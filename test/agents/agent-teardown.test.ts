@@ -92,7 +92,11 @@ describe('agents: teardown (D1–D3)', () => {
     agent.say('never ends');
     await waitFor(() => h!.agents.stats().turns === 1, 'the turn running');
     await agent.dispose();
-    expect(h.errors).toMatchObject([{ stage: 'turn', agent: 'agent:stuck:1' }]);
+    expect(h.errors).toMatchObject([
+      // the turn never claimed its input: reported, not dropped
+      { stage: 'input', agent: 'agent:stuck:1', error: { code: 'INPUT_UNCLAIMED' } },
+      { stage: 'turn', agent: 'agent:stuck:1' },
+    ]);
     expect(h.agents.stats()).toMatchObject({ agents: 0, actors: 0, turns: 1, abandonedTurns: 1 });
     release();
     await stuck;

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { type EventFromLogic, initialTransition, type SnapshotFrom, transition } from 'xstate';
 import { getShortestPaths, type StatePath } from 'xstate/graph';
 import { type AgentMachineInput, agentMachine } from '../../machines/agent.js';
+import type { AgentDisposal } from '../../src/agents/agent-types.js';
 import type { JobInfo } from '../../src/jobs/job-types.js';
 import { type AgentHarness, agentHarness, heldDriver } from '../agents/agent-harness.js';
 import { actorDone, actorFailed } from '../support/actor-events.js';
@@ -53,6 +54,8 @@ function fine(s: AgentSnapshot): string {
     user,
     fresh('user'),
     fresh('notice'),
+    c.unclaimed.some((i) => i.kind === 'user'),
+    c.unclaimed.some((i) => i.kind === 'notice'),
   ]);
 }
 // Coarse abstraction: what `agent.status()` shows.
@@ -102,6 +105,15 @@ function checkStep(input: AgentMachineInput, { event, prev, next }: Step): void 
     expect(next.context.nextTurn.length + next.context.nextStep.length, at).toBe(0);
   } else expect(next.context.wakes, at).toBeGreaterThanOrEqual(prev.context.wakes); // only a claim resets
   if (event.type === 'SAY' && prev.matches('idle')) expect(next.matches('running'), at).toBe(true);
+  if (event.type === 'RETIRE' && (prev.matches('idle') || prev.matches('running'))) {
+    // D1: nothing pending is dropped: it is set aside as `unclaimed`, in arrival order
+    const pending = [...prev.context.nextTurn, ...prev.context.nextStep].map((i) => i.seq);
+    expect(
+      next.context.unclaimed.map((i) => i.seq),
+      at,
+    ).toEqual(pending.sort((a, b) => a - b));
+    expect(next.context.nextTurn.length + next.context.nextStep.length, at).toBe(0);
+  }
   if (prev.matches('retiring') && event !== tornDown) {
     // D1: retiring accepts nothing; retired is final.
     expect(next.value, at).toEqual(prev.value);
@@ -119,6 +131,10 @@ describe('machines/agent', () => {
       for (const path of paths) {
         for (const step of replay(input, path)) {
           checkStep(input, step);
+          // every step out of a reached state, not only the ones on a shortest path
+          for (const event of events(step.next)) {
+            checkStep(input, { event, prev: step.next, next: transition(agentMachine, step.next, event)[0] });
+          }
           reached.add(JSON.stringify(step.next.value));
           reached.add(`wakes=${step.next.context.wakes}`);
           if (step.next.status === 'done') {
@@ -194,7 +210,7 @@ describe('machines/agent driven for real along the shortest paths', () => {
           maxWakes: input.maxWakes,
           onTurn: d.onTurn,
         });
-        let disposing: Promise<void> | undefined;
+        let disposing: Promise<AgentDisposal> | undefined;
         for (const { event, prev, next } of run) {
           const current = d.turns.at(-1);
           const closed = prev.matches('retiring');
@@ -210,7 +226,11 @@ describe('machines/agent driven for real along the shortest paths', () => {
           } else if (event.type === 'RETIRE') disposing = agent.dispose();
           else if (event === turnDone) current!.end();
           else if (event === turnFailed) current!.fail(new Error('driver broke'));
-          else if (event === tornDown) await disposing;
+          else if (event === tornDown) {
+            // D1: dispose reports exactly what the machine set aside, in arrival order
+            const { unclaimed } = await disposing!;
+            expect(unclaimed.map((i) => i.kind)).toEqual(next.context.unclaimed.map((i) => i.kind));
+          }
           const want = shown(expected(next));
           await until(
             () => shown(agent.status()) === want,

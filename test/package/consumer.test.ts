@@ -10,12 +10,12 @@ const consumer = mkdtempSync(join(tmpdir(), 'tether-consumer-'));
 afterAll(() => rmSync(consumer, { recursive: true, force: true }));
 
 describe('the package', () => {
-  it('R: a consumer in another folder imports createRuntime and TetherError from "tether"', () => {
+  it('R: a consumer in another folder imports createRuntime and TetherError from "tether-runtime"', () => {
     mkdirSync(join(consumer, 'node_modules'));
-    symlinkSync(root, join(consumer, 'node_modules', 'tether'));
+    symlinkSync(root, join(consumer, 'node_modules', 'tether-runtime'));
     writeFileSync(
       join(consumer, 'main.mjs'),
-      `import { createRuntime, TetherError } from 'tether';
+      `import { createRuntime, TetherError } from 'tether-runtime';
        const rt = await createRuntime();
        const r = await rt.shell.run({ command: 'echo from-consumer' });
        const err = await rt.shell.run({ command: 'true', cwd: '/nope' }).catch((e) => e);

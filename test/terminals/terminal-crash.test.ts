@@ -3,7 +3,7 @@ import { createOwnerRegistry } from '../../src/owners/owner-registry.js';
 import { createLocalProvider } from '../../src/subprocess/local-provider.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
-import { crashPtyHostForTest, createPtyHost } from '../../src/terminals/pty-host.js';
+import { crashPtyHostForTest, createPtyHost } from '../../src/subprocess/pty/pty-host.js';
 import { createTerminalService } from '../../src/terminals/terminal-service.js';
 import type { TerminalExit, TerminalService } from '../../src/terminals/terminal-types.js';
 

@@ -1,7 +1,7 @@
-import { isDeadState, isSameLiveProcess, signalIdentity } from '../subprocess/identity.js';
-import { hasProcfs, type ProcStat, readProcStat } from '../subprocess/proc.js';
-import { scanProcSnapshot } from '../subprocess/proc-snapshot.js';
-import type { ProcessIdentity, TerminalSignalTarget } from '../subprocess/types.js';
+import { isDeadState, isSameLiveProcess, signalIdentity } from '../identity.js';
+import { hasProcfs, type ProcStat, readProcStat } from '../proc.js';
+import { scanProcSnapshot } from '../proc-snapshot.js';
+import type { ProcessIdentity, TerminalSignalTarget } from '../types.js';
 
 /** Which processes of a terminal a signal is for. */
 export type PtySignalTarget = TerminalSignalTarget;

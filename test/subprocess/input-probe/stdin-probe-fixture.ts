@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as pty from 'node-pty';
-import { readIdentity } from '../../src/subprocess/identity.js';
-import { newTreeId, TREE_MARKER_ENV } from '../../src/subprocess/marker.js';
-import { readProcStat } from '../../src/subprocess/proc.js';
-import { killProcessTree } from '../../src/subprocess/tree-kill.js';
-import type { ProcessIdentity } from '../../src/subprocess/types.js';
-import { probeStdinRead, type StdinProof } from '../../src/terminals/stdin-probe.js';
+import { readIdentity } from '../../../src/subprocess/identity.js';
+import { probeStdinRead, type StdinProof } from '../../../src/subprocess/input-probe/stdin-probe.js';
+import { newTreeId, TREE_MARKER_ENV } from '../../../src/subprocess/marker.js';
+import { readProcStat } from '../../../src/subprocess/proc.js';
+import { killProcessTree } from '../../../src/subprocess/tree-kill.js';
+import type { ProcessIdentity } from '../../../src/subprocess/types.js';
 
 /** A real pty running `bash --noprofile --norc -i`, tagged so the global afterEach sees it. */
 export interface TestTerminal {

@@ -1,6 +1,6 @@
-import { assertArgument, TetherError } from '../errors.js';
-import { newTreeId, TREE_MARKER_ENV } from '../subprocess/marker.js';
-import { workerUrl } from '../worker-url.js';
+import { assertArgument, TetherError } from '../../errors.js';
+import { workerUrl } from '../../worker-url.js';
+import { newTreeId, TREE_MARKER_ENV } from '../marker.js';
 import { PtyHostWorker } from './pty-host-worker.js';
 import type { PtyHostWorkerData } from './pty-protocol.js';
 import { assertWindowSize, type PtySession } from './pty-session.js';

@@ -1,7 +1,7 @@
 import { realpathSync, statSync } from 'node:fs';
-import { isDeadState } from '../subprocess/identity.js';
-import { hasProcfs, type ProcStat, readProcStat } from '../subprocess/proc.js';
-import type { ProcessIdentity } from '../subprocess/types.js';
+import { isDeadState } from '../identity.js';
+import { hasProcfs, type ProcStat, readProcStat } from '../proc.js';
+import type { ProcessIdentity } from '../types.js';
 import { foregroundMembers, type GroupMember } from './foreground-group.js';
 import { type ThreadVerdict, type TtyFacts, threadEvidence } from './stdin-evidence.js';
 import { type InputSyscall, type InputSyscallTable, inputSyscallTable } from './syscall-table.js';

@@ -1,9 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { listPids, readProcStat } from '../../src/subprocess/proc.js';
-import { probeStdinRead, type StdinProof, stdinProofSupported } from '../../src/terminals/stdin-probe.js';
-import { inputSyscallTable } from '../../src/terminals/syscall-table.js';
+import {
+  probeStdinRead,
+  type StdinProof,
+  stdinProofSupported,
+} from '../../../src/subprocess/input-probe/stdin-probe.js';
+import { inputSyscallTable } from '../../../src/subprocess/input-probe/syscall-table.js';
+import { listPids, readProcStat } from '../../../src/subprocess/proc.js';
 import {
   closeTerminals,
   openTerminal,

@@ -1,12 +1,15 @@
-import { TetherError } from '../errors.js';
-import { isSameLiveProcess } from '../subprocess/identity.js';
-import { killProcessTree } from '../subprocess/tree-kill.js';
+import { TetherError } from '../../errors.js';
+import { isSameLiveProcess } from '../identity.js';
+import { probeInputWait } from '../input-probe/input-wait.js';
+import { killProcessTree } from '../tree-kill.js';
 import type {
+  InputProbe,
   ProcessIdentity,
   TerminalHandle,
   TerminalHandleExit,
   TreeKillVerdict,
-} from '../subprocess/types.js';
+} from '../types.js';
+import { signalForeground } from './foreground-signal.js';
 import type { PtyHostRequest } from './pty-protocol.js';
 import { type PtySignalTarget, signalGroupOf, signalTerminal } from './pty-signal.js';
 
@@ -98,6 +101,15 @@ export class HostedPtySession implements PtySession {
   signal(signal: NodeJS.Signals, target: PtySignalTarget): boolean {
     if (this.#exit !== null) return false;
     return signalTerminal(this.identity, signal, target);
+  }
+
+  signalForeground(signal: NodeJS.Signals): Promise<boolean> {
+    return signalForeground(this, signal);
+  }
+
+  // Answered from this machine's /proc: the PTY host is local (T6).
+  async probeInput(): Promise<InputProbe> {
+    return probeInputWait({ root: this.identity, ttyPath: this.ttyPath });
   }
 
   kill(): Promise<TreeKillVerdict> {

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
-import { TetherError } from '../errors.js';
-import { killProcessTree } from '../subprocess/tree-kill.js';
+import { TetherError } from '../../errors.js';
+import { killProcessTree } from '../tree-kill.js';
 import type { PtyHostEvent, PtyHostRequest, PtyHostWorkerData, PtyOpenRequest } from './pty-protocol.js';
 import { HostedPtySession, type PtySession } from './pty-session.js';
 

@@ -1,6 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { readProcStat } from '../subprocess/proc.js';
-import type { PtySession } from './pty-host.js';
+import { readProcStat } from '../proc.js';
+import type { TerminalHandle } from '../types.js';
+
+/** What a foreground delivery needs of a terminal: its leader and its group signal. */
+type ForegroundTarget = Pick<TerminalHandle, 'identity' | 'signal'>;
 
 /** How often, and how long, the foreground is re-checked after an interrupt. */
 const RECHECK_MS = 50;
@@ -22,7 +25,7 @@ const RETRIES = 5;
  * if (!(await signalForeground(pty, 'SIGINT'))) throw new Error('nothing to interrupt');
  * ```
  */
-export async function signalForeground(pty: PtySession, signal: NodeJS.Signals): Promise<boolean> {
+export async function signalForeground(pty: ForegroundTarget, signal: NodeJS.Signals): Promise<boolean> {
   let first = foregroundGroup(pty);
   // The group read may name a program that exited a moment later: read again while the shell lives.
   for (let attempt = 0; !pty.signal(signal, 'foreground'); attempt++) {
@@ -44,6 +47,6 @@ export async function signalForeground(pty: PtySession, signal: NodeJS.Signals):
 }
 
 // Field 8 of the shell's stat: the terminal's foreground process group.
-function foregroundGroup(pty: PtySession): number | null {
+function foregroundGroup(pty: ForegroundTarget): number | null {
   return readProcStat(pty.identity.pid)?.tpgid ?? null;
 }

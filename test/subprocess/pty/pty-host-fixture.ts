@@ -1,14 +1,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sanitizeEnv } from '../../src/subprocess/env.js';
-import { readProcStat } from '../../src/subprocess/proc.js';
+import { sanitizeEnv } from '../../../src/subprocess/env.js';
+import { readProcStat } from '../../../src/subprocess/proc.js';
 import {
   createPtyHost,
   type PtyHost,
   type PtyHostOptions,
   type PtySession,
-} from '../../src/terminals/pty-host.js';
+} from '../../../src/subprocess/pty/pty-host.js';
 
 const hosts: PtyHost[] = [];
 const dirs: string[] = [];

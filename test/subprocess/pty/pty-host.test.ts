@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { TetherError } from '../../src/errors.js';
-import { isSameLiveProcess } from '../../src/subprocess/identity.js';
-import { hasProcfs, readProcStat } from '../../src/subprocess/proc.js';
-import { crashPtyHostForTest, type PtyExit } from '../../src/terminals/pty-host.js';
-import { tagged, waitFor } from '../support/spawn-tree.js';
+import { TetherError } from '../../../src/errors.js';
+import { isSameLiveProcess } from '../../../src/subprocess/identity.js';
+import { hasProcfs, readProcStat } from '../../../src/subprocess/proc.js';
+import { crashPtyHostForTest, type PtyExit } from '../../../src/subprocess/pty/pty-host.js';
+import { tagged, waitFor } from '../../support/spawn-tree.js';
 import {
   disposeHosts,
   foregroundRunning,

@@ -1,4 +1,4 @@
-import { readProcText } from '../subprocess/proc.js';
+import { readProcText } from '../proc.js';
 import { type BlockedSyscall, parseSyscallLine, readLink, readMemory, readWakeups } from './proc-thread.js';
 import type { InputSyscall, InputSyscallTable } from './syscall-table.js';
 

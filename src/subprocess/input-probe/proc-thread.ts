@@ -1,5 +1,5 @@
 import { closeSync, openSync, readlinkSync, readSync } from 'node:fs';
-import { readProcText } from '../subprocess/proc.js';
+import { readProcText } from '../proc.js';
 
 /**
  * One line of `/proc/<pid>/task/<tid>/syscall` for a thread blocked in a syscall (T6):

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { isDeadState } from '../subprocess/identity.js';
-import { listPids, type ProcStat, readProcStat, readProcText } from '../subprocess/proc.js';
+import { isDeadState } from '../identity.js';
+import { listPids, type ProcStat, readProcStat, readProcText } from '../proc.js';
 
 /** One live member of a foreground process group and its thread ids (`null`: unreadable). */
 export interface GroupMember {

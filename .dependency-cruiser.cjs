@@ -1,0 +1,79 @@
+// The layering of issue 18, checked by `npm run lint:deps` (part of `npm test`). From the ground
+// up: machines/ (pure) → src/subprocess (the seam: providers, PTY transport, input-wait proof)
+// → services (jobs, terminals, shell, owners, completions, output) → tools → agents →
+// adapters, cli → the composition root (src/runtime.ts, src/runtime-options.ts, src/index.ts).
+// A layer may import the ones below it only; type-only imports count (tsPreCompilationDeps).
+const SERVICES = '^src/(jobs|terminals|shell|owners|completions|output)/';
+const ROOT = '^src/(runtime|runtime-options|index)[.]ts$';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'machines-are-the-ground-floor',
+      comment:
+        'machines/ is pure XState: it imports nothing from src/ (declare shared facts in machines/facts.ts).',
+      severity: 'error',
+      from: { path: '^machines/' },
+      to: { path: '^(src|workers)/' },
+    },
+    {
+      name: 'machines-are-pure',
+      comment: 'machines/ does no I/O: no node: built-ins.',
+      severity: 'error',
+      from: { path: '^machines/' },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'seam-imports-no-service',
+      comment:
+        'src/subprocess (the provider seam, S2) depends on nothing above it: only itself, src/errors.ts and src/worker-url.ts.',
+      severity: 'error',
+      from: { path: '^src/subprocess/' },
+      to: { path: '^src/', pathNot: '^src/(subprocess/|errors[.]ts$|worker-url[.]ts$)' },
+    },
+    {
+      name: 'services-import-no-tools-agents-or-root',
+      comment:
+        'A service depends on the seam and other services, never on tools, agents, adapters, cli or the root.',
+      severity: 'error',
+      from: { path: SERVICES },
+      to: { path: ['^src/(tools|agents|adapters|cli)/', ROOT] },
+    },
+    {
+      name: 'tools-import-no-root',
+      comment:
+        'Tools take service interfaces (ToolRuntime), never the composition root, agents, adapters or cli.',
+      severity: 'error',
+      from: { path: '^src/tools/' },
+      to: { path: ['^src/(agents|adapters|cli)/', ROOT] },
+    },
+    {
+      name: 'agents-import-no-root',
+      comment: 'Agents get their services injected; they never import adapters, cli or the root.',
+      severity: 'error',
+      from: { path: '^src/agents/' },
+      to: { path: ['^src/(adapters|cli)/', ROOT] },
+    },
+    {
+      name: 'workers-import-only-the-seam',
+      comment: 'Worker threads speak the PTY protocol of the seam; they import no service or root.',
+      severity: 'error',
+      from: { path: '^workers/' },
+      to: { path: '^src/', pathNot: '^src/(subprocess/|errors[.]ts$)' },
+    },
+    {
+      name: 'no-circular',
+      comment: 'No import cycles, type-only ones included.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+  ],
+  options: {
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|node_modules)/' },
+  },
+};
