@@ -21,7 +21,8 @@ export type TetherErrorCode =
   | 'TERMINAL_CLOSED'
   | 'UNSUPPORTED_PLATFORM'
   | 'CONTAINMENT_UNAVAILABLE'
-  | 'POLICY_DENIED';
+  | 'POLICY_DENIED'
+  | 'SANDBOX_UNAVAILABLE';
 
 /**
  * The one error class Tether throws. `code` is stable; `message` says what to do.

@@ -83,14 +83,15 @@ export function withIdentity(req: ShellRequest, identity: Readonly<Record<string
  *
  * @example
  * ```ts
- * await jobs.start(owner, identifiedJobSpec(deps, req, (jobId) => envOf(owner, jobId)));
+ * await jobs.start(owner, identifiedJobSpec(deps, owner, req, (jobId) => envOf(owner, jobId)));
  * ```
  */
 export function identifiedJobSpec(
   deps: ShellDeps,
+  owner: AgentOwnerToken,
   req: ShellRequest,
   envFor: (jobId: string) => Record<string, string>,
 ): JobSpec {
-  const spec = shellJobSpec(deps, req); // validates now, before any capacity is reserved
-  return { ...spec, run: (ctx) => shellJobSpec(deps, withIdentity(req, envFor(ctx.jobId))).run(ctx) };
+  const spec = shellJobSpec(deps, owner, req); // validates now, before any capacity is reserved
+  return { ...spec, run: (ctx) => shellJobSpec(deps, owner, withIdentity(req, envFor(ctx.jobId))).run(ctx) };
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
 import { assertArgument } from './errors.js';
 import type { Policy } from './policy/policy-types.js';
-import type { SandboxOptions } from './sandbox/sandbox-types.js';
+import type { IsolationMode, SandboxOptions } from './sandbox/sandbox-types.js';
 import { defaultStateDir } from './subprocess/containment/runtime-boundary.js';
 import type { EnvPolicy } from './subprocess/env.js';
 import type { SubprocessProvider } from './subprocess/types.js';
@@ -18,6 +18,13 @@ export interface RuntimeOptions {
    * from then on: `rt.dispose()` calls its `dispose` (if any) after every process is gone.
    */
   readonly provider?: SubprocessProvider;
+  /**
+   * A3: the sandbox every owner's processes run in (an agent or host owner may override it);
+   * default `{ mode: 'off' }`. A sandbox this machine cannot give rejects SANDBOX_UNAVAILABLE.
+   */
+  readonly sandbox?: SandboxOptions;
+  /** K5: `'pid'` gives every owner a PID namespace of its own; default `'none'`. */
+  readonly isolation?: IsolationMode;
   /**
    * Where complete outputs are spilled; default `<tmpdir>/tether-spill`. Each runtime writes in a
    * directory of its own below it (`tether-<runtime id>`), removed on dispose (K4); a spill kept
@@ -57,8 +64,6 @@ export interface RuntimeOptions {
    * and escalation (A4) is denied.
    */
   readonly policy?: Policy;
-  /** A3: where commands run; an agent's own (`agents.create({ sandbox })`) replaces it. */
-  readonly sandbox?: SandboxOptions;
   readonly limits?: {
     /** Characters of output kept in a shell result; default 30,000. */
     readonly outputCapChars?: number;
@@ -90,6 +95,8 @@ export interface RuntimeOptions {
 
 export interface ResolvedOptions {
   readonly provider: SubprocessProvider | undefined;
+  readonly sandbox: SandboxOptions | undefined;
+  readonly isolation: IsolationMode | undefined;
   readonly spillDir: string | false;
   readonly containment: 'auto' | 'cgroup' | 'marker';
   readonly stateDir: string;
@@ -100,7 +107,6 @@ export interface ResolvedOptions {
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
   readonly tools: ToolRegistryOptions;
   readonly policy: Policy | undefined;
-  readonly sandbox: SandboxOptions | undefined;
   readonly outputCapChars: number;
   readonly cleanupGraceMs: number;
   readonly drainMs: number;
@@ -119,6 +125,8 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   const limits = options.limits ?? {};
   const resolved: ResolvedOptions = {
     provider: options.provider,
+    sandbox: options.sandbox,
+    isolation: options.isolation,
     spillDir: options.spillDir ?? join(tmpdir(), 'tether-spill'),
     containment: options.containment ?? 'auto',
     stateDir: options.stateDir ?? defaultStateDir(),
@@ -129,7 +137,6 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     inspect: options.inspect,
     tools: options.tools ?? {},
     policy: options.policy,
-    sandbox: options.sandbox,
     outputCapChars: limits.outputCapChars ?? 30_000,
     cleanupGraceMs: limits.cleanupGraceMs ?? 2_000,
     drainMs: limits.drainMs ?? 500,

@@ -2,11 +2,26 @@
  * A3: how much of the machine a sandboxed process may change. `read-only`: nothing but a
  * private `/tmp`; `workspace-write`: also the writable roots (default: the working directory);
  * `off`: no sandbox.
+ *
+ * @example
+ * ```ts
+ * const mode: SandboxMode = 'workspace-write';
+ * ```
  */
 export type SandboxMode = 'off' | 'read-only' | 'workspace-write';
 
-/** A3: `none` gives the sandbox a network namespace of its own (loopback only); `host` shares the host's. */
+/**
+ * A3: `none` gives the sandbox a network namespace of its own (loopback only); `host` shares the host's.
+ *
+ * @example
+ * ```ts
+ * createRuntime({ sandbox: { mode: 'read-only', network: 'host' } });
+ * ```
+ */
 export type SandboxNetwork = 'none' | 'host';
+
+/** The modes, for validation and usage texts. */
+export const SANDBOX_MODES: readonly SandboxMode[] = ['off', 'read-only', 'workspace-write'];
 
 /**
  * A3: the sandbox of a runtime (`createRuntime({ sandbox })`) or of one agent or host owner
@@ -33,13 +48,26 @@ export interface SandboxOptions {
   readonly denyRead?: readonly string[];
 }
 
-/** K5: `pid` runs an owner's processes in a PID namespace of their own. Default `none`. */
+/**
+ * K5: `pid` runs an owner's processes in a PID namespace of their own. Default `none`.
+ *
+ * @example
+ * ```ts
+ * rt.agents.create({ sessionId: 's', onTurn, isolation: 'pid' });
+ * ```
+ */
 export type IsolationMode = 'none' | 'pid';
 
 /**
  * What `rt.stats().sandbox` and a sandboxed `ShellResult` say about the sandbox in force:
  * the mode, the mechanism (`bubblewrap`, or `none` when off), the network, the writable
  * roots and the denied paths.
+ *
+ * @example
+ * ```ts
+ * const r = await rt.shell.run({ owner, command: 'make' });
+ * if (r.sandbox?.network === 'none') console.log('ran without network');
+ * ```
  */
 export interface SandboxDescription {
   readonly mode: SandboxMode;

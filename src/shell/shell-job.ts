@@ -35,7 +35,7 @@ export async function startShellJob(
   jobs: Pick<JobService, 'start'>,
   owner: AgentOwnerToken,
   req: ShellRequest,
-  spec: JobSpec = shellJobSpec(deps, req),
+  spec: JobSpec = shellJobSpec(deps, owner, req),
 ): Promise<JobInfo> {
   await deps.decide?.(shellPolicyCheck('shell.background', req, deps.defaults.cwd, owner));
   return jobs.start(owner, spec, req.signal !== undefined ? { signal: req.signal } : {});
@@ -47,10 +47,10 @@ export async function startShellJob(
  *
  * @example
  * ```ts
- * const info = await jobs.start(owner, shellJobSpec(deps, { command: 'npm test' }), { signal });
+ * const info = await jobs.start(owner, shellJobSpec(deps, owner, { command: 'npm test' }), { signal });
  * ```
  */
-export function shellJobSpec(deps: ShellDeps, req: ShellRequest): JobSpec {
+export function shellJobSpec(deps: ShellDeps, owner: AgentOwnerToken, req: ShellRequest): JobSpec {
   validateShellRequest(req);
   assertArgument(
     req.stdio !== 'inherit',
@@ -67,7 +67,7 @@ export function shellJobSpec(deps: ShellDeps, req: ShellRequest): JobSpec {
   return {
     kind: 'shell',
     label: req.command.length > LABEL_CHARS ? `${req.command.slice(0, LABEL_CHARS - 1)}…` : req.command,
-    run: async (ctx) => track(await deps.provider.spawn(spawnSpec), ctx, deps, req.timeoutMs),
+    run: async (ctx) => track(await deps.provider(owner, req).spawn(spawnSpec), ctx, deps, req.timeoutMs),
   };
 }
 

@@ -4,8 +4,9 @@ import { assertArgument, TetherError } from '../errors.js';
 import { OutputCapture } from '../output/output-capture.js';
 import type { SpillPool } from '../output/spill.js';
 import type { SpillRef, SpillRetention } from '../output/spill-retention.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { PlacedProvider } from '../placement/placement-types.js';
 import type { PolicyAction, PolicyCheck, PolicyStep } from '../policy/policy-types.js';
-import type { SubprocessProvider } from '../subprocess/types.js';
 import type { ShellRequest, ShellResult } from './shell-types.js';
 
 export interface ShellDefaults {
@@ -20,7 +21,11 @@ export interface ShellDefaults {
 }
 
 export interface ShellDeps {
-  readonly provider: SubprocessProvider;
+  /**
+   * The provider a request runs on: the owner's placement (X4), without its sandbox when the
+   * request is escalated (A4; the policy step approved that before).
+   */
+  readonly provider: (owner: AgentOwnerToken | undefined, req: ShellRequest) => PlacedProvider;
   readonly spillPool: SpillPool | null;
   /** Who keeps published spills (K4); without it a spill file is the caller's. */
   readonly spills?: SpillRetention | null;
@@ -147,7 +152,8 @@ export function resolveCwd(base: string, cwd: string | undefined): string {
 async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): Promise<ShellResult> {
   const { defaults } = deps;
   const out = req.stdio ?? 'pipe';
-  const child = await deps.provider.spawn({
+  const provider = deps.provider(req.owner, req);
+  const child = await provider.spawn({
     argv: [req.shell ?? defaults.shell, '-c', req.command],
     cwd: resolveCwd(defaults.cwd, req.cwd),
     stdio: { stdin: 'ignore', stdout: out, stderr: out },
@@ -199,6 +205,7 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
         cancelled,
         ...captured,
         drainTimedOut,
+        ...(provider.sandbox ? { sandbox: provider.sandbox } : {}),
         ...(verdict.status === 'escaped' ? { escaped: [...verdict.escaped, ...verdict.stuck] } : {}),
         durationMs: performance.now() - started,
       },

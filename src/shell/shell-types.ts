@@ -1,5 +1,6 @@
 import type { JobInfo } from '../jobs/job-types.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { SandboxDescription } from '../sandbox/sandbox-types.js';
 
 /** One command for `rt.shell.run` (SPEC section 9). */
 export interface ShellRequest {
@@ -81,6 +82,8 @@ export interface ShellResult {
   readonly drainTimedOut: boolean;
   /** Leftover processes of the tree that could not be killed (never silently dropped, S4). */
   readonly escaped?: readonly number[];
+  /** A3: the sandbox the command ran in, when it ran in one. */
+  readonly sandbox?: SandboxDescription;
   readonly durationMs: number;
 }
 

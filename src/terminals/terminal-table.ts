@@ -15,8 +15,8 @@ const ENDED_KEPT = 256;
 export interface TerminalTableConfig {
   readonly owners: OwnerRegistry;
   readonly defaults: { readonly shell: string; readonly cwd: string; readonly cleanupGraceMs: number };
-  /** The provider new terminals spawn through now (S2; a reload swaps it). */
-  readonly currentProvider: () => SubprocessProvider;
+  /** The provider an owner's new terminals spawn through now (S2, its placement X4; a reload swaps the default). */
+  readonly currentProvider: (owner: AgentOwnerToken) => SubprocessProvider;
   readonly retentionChars: number;
   readonly maxPerOwner: number;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;

@@ -2,6 +2,7 @@ import { TetherError } from '../errors.js';
 import type { ShellRequest, ShellResult } from '../shell/shell-types.js';
 import type { PersistentBashResult } from '../terminals/persistent-bash.js';
 import { describeStartedJob } from './job-text.js';
+import { sandboxNote } from './sandbox-text.js';
 import { FACTS_RESERVE, fitTail, formatMs, withNewline } from './tool-output.js';
 import { defineTool, objectSchema } from './tool-schema.js';
 import type { ToolContext, ToolDefinition, ToolOutput } from './tool-types.js';
@@ -116,7 +117,8 @@ async function oneShot(ctx: ToolContext, args: BashArgs): Promise<ToolOutput> {
     ctx.owner,
   );
   const output = fitShellOutput(result, ctx.budget - FACTS_RESERVE);
-  const text = `${withNewline(output) || '(no output)\n'}${shellFacts(result, timeoutMs)}`;
+  const note = result.sandbox ? sandboxNote(result.output, result.exitCode, result.sandbox) : '';
+  const text = `${withNewline(output) || '(no output)\n'}${shellFacts(result, timeoutMs)}${note && `\n${note}`}`;
   const { output: _full, ...facts } = result;
   return { text, data: { ...facts, output } };
 }
