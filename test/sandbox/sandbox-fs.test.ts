@@ -147,15 +147,34 @@ describe('sandbox: the filesystem (A3)', () => {
     expect(r.sandbox).toMatchObject({ mode: 'read-only', writableRoots: [] });
   });
 
-  it('A4: an escalated request runs on the owner’s unsandboxed provider', async () => {
-    const r = await rt.shell.run({
-      owner: lease.token,
-      command: `echo esc > ${outside}/escalated.txt`,
-      escalate: { justification: 'test: write outside the workspace' },
+  it('A4: an approved escalated request runs on the owner’s unsandboxed provider', async () => {
+    const justifications: string[] = [];
+    const approving = await createRuntime({
+      cwd: ws,
+      spillDir: false,
+      sandbox: { mode: 'workspace-write' },
+      limits: { cleanupGraceMs: 300, drainMs: 200 },
+      policy: {
+        default: 'allow',
+        approve: async (request) => {
+          justifications.push(request.escalate?.justification ?? '');
+          return 'allow' as const;
+        },
+      },
     });
-    expect(r.exitCode).toBe(0);
-    expect(r.sandbox).toBeUndefined();
-    expect(readFileSync(join(outside, 'escalated.txt'), 'utf8')).toBe('esc\n');
+    try {
+      const r = await approving.shell.run({
+        owner: approving.owners.host().token,
+        command: `echo esc > ${outside}/escalated.txt`,
+        escalate: { justification: 'test: write outside the workspace' },
+      });
+      expect(justifications).toEqual(['test: write outside the workspace']);
+      expect(r.exitCode).toBe(0);
+      expect(r.sandbox).toBeUndefined();
+      expect(readFileSync(join(outside, 'escalated.txt'), 'utf8')).toBe('esc\n');
+    } finally {
+      await approving.dispose();
+    }
   });
 
   it('A3: a sandboxed root has no capabilities: it cannot remount the read-only root writable', async () => {
