@@ -7,6 +7,7 @@ import { createRuntime, type OwnerLease, type Runtime, TetherError } from '../..
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import { foregroundTaken } from '../support/proc-oracle.js';
+import { TERMINALS_QUIESCENT } from '../support/quiescent.js';
 
 let rt: Runtime;
 let lease: OwnerLease;
@@ -291,14 +292,7 @@ describe('rt.terminals', () => {
     await rt.terminals.send(owner, t.id, 'trap "" HUP; sleep 1000\n', { settleMs: 200 });
     await foregroundTaken(t.pid); // the HUP-ignoring sleep really runs when dispose comes
     await rt.dispose();
-    expect(rt.terminals.stats()).toEqual({
-      open: 0,
-      busy: 0,
-      timers: 0,
-      hostAlive: false,
-      listeners: 0,
-      deliveries: 0,
-    });
+    expect(rt.terminals.stats()).toEqual(TERMINALS_QUIESCENT);
     expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
   });
 });
