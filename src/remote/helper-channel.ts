@@ -37,6 +37,7 @@ export interface HelperChannel {
 export function createHelperChannel(link: SshLink, label: string, events: HelperEvents): HelperChannel {
   const { client, channel } = link;
   const pending = new Map<number, { resolve(v: Record<string, unknown>): void; reject(e: Error): void }>();
+  const writes = new Set<(err: Error) => void>();
   let nextId = 0;
   let reason: string | null = null;
   let markLost!: (why: string) => void;
@@ -48,6 +49,9 @@ export function createHelperChannel(link: SshLink, label: string, events: Helper
     reason = why;
     for (const p of pending.values()) p.reject(lostError(label, why));
     pending.clear();
+    // A write stalled on the SSH window (a stopped server) never calls back: it fails here.
+    for (const reject of writes) reject(lostError(label, why));
+    writes.clear();
     client.destroy();
     markLost(why);
   };
@@ -80,7 +84,12 @@ export function createHelperChannel(link: SshLink, label: string, events: Helper
   const write = (frame: Buffer): Promise<void> =>
     new Promise((resolve, reject) => {
       if (reason !== null) return reject(lostError(label, reason));
-      channel.write(frame, (err) => (err ? reject(lostError(label, err.message)) : resolve()));
+      writes.add(reject);
+      channel.write(frame, (err) => {
+        writes.delete(reject);
+        if (err) reject(lostError(label, err.message));
+        else resolve();
+      });
     });
   return {
     request(message) {

@@ -143,10 +143,7 @@ export function createSshProvider(input: SshProviderOptions): SshProvider {
     label,
     request: async (message) => (await ready()).helper.request(message),
     notify: (message) => session?.helper.notify(message),
-    input: async (n, bytes) => {
-      if (session === null) throw lostError(label, 'not connected');
-      return session.helper.input(n, bytes);
-    },
+    input: async (n, bytes) => (await ready()).helper.input(n, bytes),
     release: (n, tree) => {
       trees.delete(n);
       session?.helper.notify({ op: 'release', tree });

@@ -4,7 +4,7 @@
 # client that reconnects resumes from its cursor, kills trees to a verdict, and answers
 # stdin_read probes from /proc. `connect` relays one SSH exec channel to the daemon's socket
 # and starts the daemon when none runs.
-import ctypes, errno, fcntl, json, os, platform, pty, selectors, signal, socket, struct, sys, termios, time
+import ctypes, fcntl, json, os, platform, pty, selectors, signal, socket, struct, sys, termios, time, traceback
 
 VERSION = 1
 WINDOW = 4 << 20  # bytes sent beyond the client's ack before the daemon waits
@@ -63,6 +63,7 @@ def tree_members(tree, marker, leader):
 
 
 def kill_tree(tree, leader, grace_ms, reap, hangup=False):
+    """A generator: yields the seconds to wait before its next step, returns the verdict (S4)."""
     marker = ('TETHER_TREE=' + tree).encode()
     killed = set()
 
@@ -85,12 +86,12 @@ def kill_tree(tree, leader, grace_ms, reap, hangup=False):
             left = tree_members(tree, marker, leader)
             if not left or time.monotonic() >= end:
                 return left
-            time.sleep(0.005)
+            yield 0.005
 
     send(signal.SIGTERM)
-    if wait_gone(grace_ms):
+    if (yield from wait_gone(grace_ms)):
         send(signal.SIGKILL)
-        left = wait_gone(2000)
+        left = yield from wait_gone(2000)
         if left:
             stuck = [p for p in left if (stat_of(p) or {}).get('state') == 'D']
             return {'status': 'escaped', 'proof': 'proc', 'killed': len(killed),
@@ -213,6 +214,8 @@ class Daemon:
         self.instance = '%d.%d' % (os.getpid(), time.time_ns())
         self.linger = 300.0
         self.said_bye = False
+        self.lingered = False
+        self.tasks = []  # [wake time, generator, on_done]: kills in progress
         self.alone_since = time.monotonic()
         try:
             ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
@@ -236,32 +239,53 @@ class Daemon:
         while True:
             busy = self.clients or any(j.exit is None for j in self.jobs.values())
             idle = time.monotonic() - self.alone_since
-            if not self.clients and not self.jobs and (self.said_bye or idle > 5):
+            if not self.clients and not self.jobs and not self.tasks and (self.said_bye or idle > 5 or self.lingered):
                 return
-            if not self.clients and time.monotonic() - self.alone_since > self.linger:
+            if not self.clients and time.monotonic() - self.alone_since > self.linger and not self.lingered:
+                self.lingered = True  # nobody came back: the trees die, then the daemon ends
                 for job in list(self.jobs.values()):
-                    kill_tree(job.tree, (job.pid, job.start), 500, self.reap)
-                return
-            for key, mask in self.sel.select(1.0 if busy else 5.0):
-                kind, obj = key.data
-                if kind == 'listen':
-                    conn, _ = self.listener.accept()
-                    conn.setblocking(False)
-                    self.clients[conn] = [bytearray(), bytearray()]
-                    self.sel.register(conn, selectors.EVENT_READ, ('client', conn))
-                elif kind == 'client':
-                    self.on_client(obj, mask)
-                elif kind == 'out':
-                    self.on_output(*obj)
-                elif kind == 'stdin':
-                    self.flush_input(obj)
-                else:
-                    try:
-                        os.read(self.wake_r, 4096)
-                    except OSError:
-                        pass
-                    self.reap()
+                    self.start_task(kill_tree(job.tree, (job.pid, job.start), 500, self.reap), lambda v, j=job: self.jobs.pop(j.tree, None))
+            now = time.monotonic()
+            wait = min([t[0] for t in self.tasks] + [now + (1.0 if busy else 5.0)]) - now
+            for key, mask in self.sel.select(max(0, wait)):
+                try:
+                    self.dispatch(key, mask)
+                except Exception:  # a bug in one event must not take every tree down with it
+                    traceback.print_exc()
+            self.step_tasks()
             self.pump()
+
+    def dispatch(self, key, mask):
+        kind, obj = key.data
+        if kind == 'listen':
+            conn, _ = self.listener.accept()
+            conn.setblocking(False)
+            self.clients[conn] = [bytearray(), bytearray()]
+            self.sel.register(conn, selectors.EVENT_READ, ('client', conn))
+        elif kind == 'client':
+            self.on_client(obj, mask)
+        elif kind == 'out':
+            self.on_output(*obj)
+        elif kind == 'stdin':
+            self.flush_input(obj)
+        else:
+            try:
+                os.read(self.wake_r, 4096)
+            except OSError:
+                pass
+            self.reap()
+
+    def start_task(self, gen, done):
+        self.tasks.append([time.monotonic(), gen, done])
+
+    def step_tasks(self):
+        now = time.monotonic()
+        for task in [t for t in self.tasks if t[0] <= now]:
+            try:
+                task[0] = time.monotonic() + task[1].send(None)
+            except StopIteration as stop:
+                self.tasks.remove(task)
+                task[2](stop.value)
 
     def reap(self):
         while True:
@@ -322,6 +346,8 @@ class Daemon:
             s.fd = None
 
     def on_output(self, job, s):
+        if s.fd is None:  # ended earlier in this round (drained at exit)
+            return
         try:
             data = os.read(s.fd, 262144)
         except BlockingIOError:
@@ -444,7 +470,7 @@ class Daemon:
     def handle(self, conn, msg):
         op = msg['op']
         if op == 'hello':
-            self.said_bye = False
+            self.said_bye = self.lingered = False
             self.linger = msg.get('lingerMs', 300000) / 1000
             return {'ok': True, 'version': VERSION, 'instance': self.instance, 'proofs': SYSCALLS is not None,
                     'env': dict(os.environ)}
@@ -475,8 +501,9 @@ class Daemon:
         job = self.jobs.get(msg.get('tree'))
         if op == 'kill':
             leader = (job.pid, job.start) if job is not None else None
-            verdict = kill_tree(msg['tree'], leader, msg['graceMs'], self.reap, job is not None and job.master is not None)
-            return {'ok': True, 'verdict': verdict}
+            gen = kill_tree(msg['tree'], leader, msg['graceMs'], self.reap, job is not None and job.master is not None)
+            self.start_task(gen, lambda verdict: self.send(conn, jframe({'ok': True, 'verdict': verdict, 'id': msg['id']})))
+            return None
         if op == 'release':
             if job is not None and job.exit is not None:
                 for s in job.streams.values():
@@ -632,14 +659,14 @@ def relay(sock):
 def connect(directory):
     os.makedirs(directory, mode=0o700, exist_ok=True)
     path = os.path.join(directory, 'helper-%d.sock' % VERSION)
-    for attempt in range(400):
+    for attempt in range(2000):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(path)
             break
         except OSError:
             sock.close()
-        if attempt % 100 == 0:
+        if attempt % 20 == 0:
             start_daemon(directory, path)
         time.sleep(0.005)
     else:
@@ -651,18 +678,13 @@ def connect(directory):
 
 
 def start_daemon(directory, path):
-    lock = open(os.path.join(directory, 'helper.lock'), 'w')
+    # The daemon holds this lock for its whole life: whoever gets it knows no daemon runs.
+    lock = os.open(os.path.join(directory, 'helper.lock'), os.O_WRONLY | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        return  # another connect is starting it
-    probe_sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe_sock.connect(path)
-        probe_sock.close()
-        return
-    except OSError:
-        pass
+        os.close(lock)
+        return  # a daemon runs or is starting: its socket will answer
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -675,7 +697,10 @@ def start_daemon(directory, path):
             os.dup2(null, 0)
             os.dup2(null, 1)
             os.dup2(log, 2)
-            os.closerange(3, 65536)
+            keep = os.dup2(lock, 3)
+            os.closerange(4, 65536)
+            with open(os.path.join(directory, 'helper.pid'), 'w') as f:
+                f.write(str(os.getpid()))
             try:
                 Daemon(path).run()
             finally:
@@ -683,9 +708,11 @@ def start_daemon(directory, path):
                     os.unlink(path)
                 except OSError:
                     pass
+                os.close(keep)
             os._exit(0)
         os._exit(0)
     os.wait()
+    os.close(lock)
 
 
 if __name__ == '__main__':

@@ -1,5 +1,13 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -127,6 +135,10 @@ function fixture(child: ChildProcess, port: number, dir: string): Sshd {
         } catch {}
       }
       await exited;
+      // A helper that crashed says why in its log: show it with the test's output.
+      const log = join(dir, 'helper', 'helper.log');
+      if (existsSync(log) && readFileSync(log, 'utf8').trim() !== '')
+        console.error(readFileSync(log, 'utf8'));
       rmSync(dir, { recursive: true, force: true });
     },
   };
