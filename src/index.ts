@@ -35,6 +35,7 @@ export type {
 } from './jobs/job-types.js';
 export type { OwnerIdentity, OwnerLease } from './owners/owner-registry.js';
 export type { AgentOwnerToken } from './owners/owner-token.js';
+export { createSshProvider, type SshProvider, type SshProviderOptions } from './remote/ssh-provider.js';
 export {
   createRuntime,
   type OwnerService,

@@ -129,6 +129,11 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
       stderr: outputs.get(2)?.readable ?? null,
       exited,
       kill,
+      async signalGroup(signal) {
+        if (exit !== null) return false;
+        const reply = await host.request({ op: 'signal', tree: treeId, signal, target: 'group' });
+        return reply.delivered === true;
+      },
     };
     const signal = spec.signal;
     if (signal?.aborted) void kill().catch(() => {});

@@ -14,15 +14,19 @@ export interface SshLink {
   stderr(): string;
 }
 
-// Found beside this module in src/, or from dist/src/remote/ back in the package's src/remote/.
-const HELPER_SOURCE = loadHelperSource();
-/** The helper's version: the hash of its source (a changed helper is uploaded under a new name). */
-export const HELPER_HASH = createHash('sha256').update(HELPER_SOURCE).digest('hex').slice(0, 16);
+let helper: { source: Buffer; hash: string } | null = null;
 
-function loadHelperSource(): Buffer {
+/**
+ * The helper's source and version (the hash of its source: a changed helper is uploaded under a
+ * new name). Read once, on the first connect: beside this module in src/, or from dist/src/remote/
+ * back in the package's src/remote/.
+ */
+function helperSource(): { source: Buffer; hash: string } {
   for (const rel of ['./tether-helper.py', '../../../src/remote/tether-helper.py']) {
     try {
-      return readFileSync(new URL(rel, import.meta.url));
+      const source = readFileSync(new URL(rel, import.meta.url));
+      helper ??= { source, hash: createHash('sha256').update(source).digest('hex').slice(0, 16) };
+      return helper;
     } catch {}
   }
   throw new TetherError(
@@ -126,7 +130,8 @@ function keyBlob(line: string): Buffer {
 function openHelperChannel(client: ssh2.Client, options: ResolvedSshOptions): Promise<SshLink> {
   const at = `${options.host}:${options.port}`;
   const dir = options.helperDir === undefined ? '"$HOME"/.cache/tether' : shellQuote(options.helperDir);
-  const command = `exec python3 -c ${shellQuote(BOOTSTRAP)} ${dir} ${HELPER_HASH} ${HELPER_SOURCE.length}`;
+  const { source, hash } = helper ?? helperSource();
+  const command = `exec python3 -c ${shellQuote(BOOTSTRAP)} ${dir} ${hash} ${source.length}`;
   return new Promise((resolve, reject) => {
     client.exec(command, (err, channel) => {
       if (err) {
@@ -178,7 +183,7 @@ function openHelperChannel(client: ssh2.Client, options: ResolvedSshOptions): Pr
       };
       channel.on('data', onData);
       channel.once('exit', onExit);
-      channel.write(HELPER_SOURCE);
+      channel.write(source);
     });
   });
 }

@@ -538,7 +538,7 @@ class Daemon:
         if job.exit is not None or not alive(job.pid, job.start):
             return False
         root = stat_of(job.pid)
-        group = root['tpgid'] if msg['target'] == 'foreground' else None
+        group = {'foreground': root['tpgid'], 'group': job.pid}.get(msg['target'])
         hit = False
         for pid in pids():
             st = stat_of(pid)
