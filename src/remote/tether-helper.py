@@ -15,6 +15,24 @@ SYSCALLS = {
 }.get(platform.machine())
 
 
+def close_fds(keep):
+    # What is open, from /proc: closerange(3, 65536) is one syscall per number where the kernel
+    # lacks close_range (seconds under a syscall-trapping sandbox).
+    for name in os.listdir('/proc/self/fd'):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def login_env():
+    # The login env minus what describes the SSH session (stale after a reconnect): with
+    # SSH_CLIENT set and SHLVL < 2, Debian's bash sources ~/.bashrc even for `bash -c`.
+    return {k: v for k, v in os.environ.items() if not k.startswith('SSH_') and k != 'SHLVL'}
+
+
 def frame(kind, body):
     return struct.pack('>IB', len(body) + 1, kind) + body
 
@@ -226,6 +244,7 @@ class Daemon:
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         self.sel.register(self.wake_r, selectors.EVENT_READ, ('wake', None))
@@ -252,6 +271,7 @@ class Daemon:
                     self.dispatch(key, mask)
                 except Exception:  # a bug in one event must not take every tree down with it
                     traceback.print_exc()
+            self.reap()  # also without SIGCHLD (a host that blocks it): waitpid is cheap
             self.step_tasks()
             self.pump()
 
@@ -473,7 +493,7 @@ class Daemon:
             self.said_bye = self.lingered = False
             self.linger = msg.get('lingerMs', 300000) / 1000
             return {'ok': True, 'version': VERSION, 'instance': self.instance, 'proofs': SYSCALLS is not None,
-                    'env': dict(os.environ)}
+                    'env': login_env()}
         if op == 'spawn':
             return self.spawn(conn, msg)
         if op == 'attach':
@@ -597,12 +617,12 @@ class Daemon:
                     os.dup2(fd, i)
                 if tty is not None:
                     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-                os.closerange(3, errw)
-                os.closerange(errw + 1, 65536)
+                close_fds(keep=(errw,))
                 fcntl.fcntl(errw, fcntl.F_SETFD, fcntl.FD_CLOEXEC)
                 signal.signal(signal.SIGPIPE, signal.SIG_DFL)
                 signal.signal(signal.SIGHUP, signal.SIG_DFL)
                 signal.set_wakeup_fd(-1)
+                signal.pthread_sigmask(signal.SIG_SETMASK, [])
                 os.chdir(cwd)
                 os.execve(found, argv, env)
             except BaseException as e:
@@ -698,7 +718,7 @@ def start_daemon(directory, path):
             os.dup2(null, 1)
             os.dup2(log, 2)
             keep = os.dup2(lock, 3)
-            os.closerange(4, 65536)
+            close_fds(keep=(3,))
             with open(os.path.join(directory, 'helper.pid'), 'w') as f:
                 f.write(str(os.getpid()))
             try:
