@@ -36,7 +36,7 @@ function connect(server) {
 // One exec channel, read to its close: the raw cost of a command over SSH.
 function rawExec(client, command) {
   return new Promise((resolve, reject) => {
-    client.exec(command, (err, channel) => {
+    client.exec(command, { env: { SHLVL: '2' } }, (err, channel) => {
       if (err) return reject(err);
       let bytes = 0;
       channel.on('data', (chunk) => {

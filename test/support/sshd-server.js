@@ -44,6 +44,9 @@ export async function startSshdServer() {
         `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
         'PermitRootLogin prohibit-password',
         'MaxStartups 100',
+        // bench/remote.js sends SHLVL=2 with its raw execs: then the login bash does not source
+        // ~/.bashrc (Debian's bash does for `ssh host cmd`), so the baseline is the exec alone.
+        'AcceptEnv SHLVL',
         'LogLevel INFO',
         '',
       ].join('\n'),
