@@ -36,6 +36,14 @@ module.exports = {
       },
     },
     {
+      name: 'remote-provider-is-a-seam',
+      comment:
+        'src/remote (the SSH provider, X1) is a provider: it imports the seam (src/subprocess), itself and src/errors.ts only.',
+      severity: 'error',
+      from: { path: '^src/remote/' },
+      to: { path: '^src/', pathNot: '^src/(subprocess/|remote/|errors[.]ts$)' },
+    },
+    {
       name: 'services-import-no-tools-agents-or-root',
       comment:
         'A service depends on the seam and other services, never on tools, agents, adapters, cli or the root.',

@@ -22,7 +22,9 @@ export type TetherErrorCode =
   | 'UNSUPPORTED_PLATFORM'
   | 'CONTAINMENT_UNAVAILABLE'
   | 'POLICY_DENIED'
-  | 'SANDBOX_UNAVAILABLE';
+  | 'SANDBOX_UNAVAILABLE'
+  | 'PROVIDER_UNAVAILABLE'
+  | 'PROVIDER_LOST';
 
 /**
  * The one error class Tether throws. `code` is stable; `message` says what to do.

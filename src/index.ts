@@ -51,6 +51,7 @@ export type {
   PolicyRule,
   SimpleCommand,
 } from './policy/policy-types.js';
+export { createSshProvider, type SshProvider, type SshProviderOptions } from './remote/ssh-provider.js';
 export {
   createRuntime,
   type OwnerService,

@@ -84,7 +84,11 @@ function track(child: SubprocessHandle, ctx: JobRunContext, deps: ShellDeps, tim
   const cancel = (): Promise<void> => {
     cancelling ??= (async () => {
       // J7: a real interrupt to the foreground group first, then the whole tree.
-      if (signalProcessGroup(child.identity, 'SIGINT')) {
+      // A remote handle signals on its own host; a local one through this kernel.
+      const interrupted = child.signalGroup
+        ? await child.signalGroup('SIGINT').catch(() => false)
+        : signalProcessGroup(child.identity, 'SIGINT');
+      if (interrupted) {
         await Promise.race([
           child.exited,
           sleep(INTERRUPT_GRACE_MS, undefined, { signal: stop.signal }).catch(() => {}),

@@ -79,6 +79,12 @@ export interface SubprocessHandle {
   /** Resolves when the leader has exited (never rejects). */
   readonly exited: Promise<SubprocessExit>;
   /**
+   * Sends `signal` to the leader's process group on the host that runs it, only while the
+   * leader is the same live process (J7's interrupt). Optional: without it a caller signals
+   * the group through this machine's kernel, which only a local provider can mean.
+   */
+  signalGroup?(signal: NodeJS.Signals): Promise<boolean>;
+  /**
    * Kill the whole tree: TERM, CONT, grace, KILL, observe until gone (S4). Also the way to
    * sweep what is left after the leader exited (returns at once when nothing is).
    */

@@ -1,0 +1,129 @@
+// X1 benchmarks, each against a raw ssh2 baseline on the same sshd in the same run:
+// remote P1 (`rt.shell.run('true')` through the SSH provider vs a raw ssh2 exec of the command
+// the provider runs) and 256 MiB through a remote background job vs a raw ssh2 channel read.
+// 5 interleaved runs, min/median/max. `node bench/remote.js` (after `npm run build`; needs
+// OpenSSH's sshd, started here on a loopback port). TETHER_BENCH_QUICK=1 for a short run.
+import { loadavg, userInfo } from 'node:os';
+import { join } from 'node:path';
+import ssh2 from 'ssh2';
+import { createRuntime, createSshProvider } from '../dist/src/index.js';
+import { startSshdServer } from '../test/support/sshd-server.js';
+
+const quick = process.env.TETHER_BENCH_QUICK === '1';
+const RUNS = 5;
+const CALLS = quick ? 20 : 100;
+const BYTES = (quick ? 32 : 256) * 2 ** 20;
+const FLOOD = `head -c ${BYTES} /dev/zero | tr '\\0' a`;
+
+const sorted = (xs) => [...xs].sort((a, b) => a - b);
+const median = (xs) => sorted(xs)[Math.floor(xs.length / 2)];
+const spread = (xs, digits) =>
+  `${sorted(xs)[0].toFixed(digits)} / ${median(xs).toFixed(digits)} / ${sorted(xs).at(-1).toFixed(digits)}`;
+
+function connect(server) {
+  const client = new ssh2.Client();
+  return new Promise((resolve, reject) => {
+    client.once('ready', () => resolve(client)).once('error', reject);
+    client.connect({
+      host: '127.0.0.1',
+      port: server.port,
+      username: userInfo().username,
+      privateKey: server.userKey,
+    });
+  });
+}
+
+// One exec channel, read to its close: the raw cost of a command over SSH.
+function rawExec(client, command) {
+  return new Promise((resolve, reject) => {
+    client.exec(command, { env: { SHLVL: '2' } }, (err, channel) => {
+      if (err) return reject(err);
+      let bytes = 0;
+      channel.on('data', (chunk) => {
+        bytes += chunk.length;
+      });
+      channel.stderr.resume();
+      channel.on('close', () => resolve(bytes));
+    });
+  });
+}
+
+async function jobRead(rt, lease, command) {
+  const info = await rt.shell.background(lease.token, { command });
+  let chars = 0;
+  for (let cursor = 0; ; ) {
+    const page = await rt.jobs.read(lease.token, info.id, cursor, 65_536);
+    chars += page.text.length;
+    cursor = page.cursor;
+    if (page.done) return chars;
+    if (page.text.length === 0) await rt.jobs.wait(lease.token, info.id, 5);
+  }
+}
+
+async function timed(fn) {
+  const t0 = performance.now();
+  const result = await fn();
+  return { ms: performance.now() - t0, result };
+}
+
+const server = await startSshdServer();
+const provider = createSshProvider({
+  host: '127.0.0.1',
+  port: server.port,
+  username: userInfo().username,
+  privateKey: server.userKey,
+  hostKey: server.hostKey,
+  helperDir: join(server.dir, 'helper'),
+});
+const rt = await createRuntime({
+  provider,
+  cwd: '/tmp',
+  spillDir: false,
+  limits: { jobRetentionChars: 16 * 2 ** 20 },
+});
+const client = await connect(server);
+const lease = rt.owners.host();
+const load = [loadavg()[0]];
+try {
+  await rt.shell.run({ command: 'true' }); // connect and upload the helper outside the timing
+  await rawExec(client, 'true');
+  const p1 = { raw: [], tether: [] };
+  const flood = { raw: [], tether: [] };
+  for (let run = 0; run < RUNS; run++) {
+    const raw = await timed(async () => {
+      for (let i = 0; i < CALLS; i++) await rawExec(client, "/bin/bash -c 'true'");
+    });
+    const tether = await timed(async () => {
+      for (let i = 0; i < CALLS; i++) await rt.shell.run({ command: 'true' });
+    });
+    p1.raw.push(raw.ms / CALLS);
+    p1.tether.push(tether.ms / CALLS);
+    const rawFlood = await timed(() => rawExec(client, FLOOD));
+    const jobFlood = await timed(() => jobRead(rt, lease, FLOOD));
+    if (rawFlood.result !== BYTES || jobFlood.result !== BYTES) {
+      throw new Error(`flood sizes: raw ${rawFlood.result}, job ${jobFlood.result}, want ${BYTES}`);
+    }
+    flood.raw.push(BYTES / 1e6 / (rawFlood.ms / 1000));
+    flood.tether.push(BYTES / 1e6 / (jobFlood.ms / 1000));
+    load.push(loadavg()[0]);
+  }
+  const ratios = (a, b) => a.map((x, i) => x / b[i]);
+  console.log(
+    '| benchmark | raw min / median / max | tether min / median / max | ratio (per run) min / median / max | goal |',
+  );
+  console.log('| --- | --- | --- | --- | --- |');
+  console.log(
+    `| X1 remote P1 shell.run("true"), ms | ${spread(p1.raw, 2)} | ${spread(p1.tether, 2)} | ${spread(ratios(p1.tether, p1.raw), 2)}× | ≤ 1.3× raw |`,
+  );
+  console.log(
+    `| X1 remote job ${BYTES / 2 ** 20} MiB read to the end, MB/s | ${spread(flood.raw, 0)} | ${spread(flood.tether, 0)} | ${spread(ratios(flood.tether, flood.raw), 2)}× | ≥ 0.8× raw |`,
+  );
+  console.log(
+    `\n${RUNS} interleaved runs, ${CALLS} calls each; 1-min load average during the runs: ${load.map((l) => l.toFixed(2)).join(', ')}`,
+  );
+} finally {
+  lease.retire();
+  client.end();
+  await rt.dispose();
+  await server.stop();
+}

@@ -1,0 +1,66 @@
+import type { TreeKillVerdict } from '../subprocess/types.js';
+
+/**
+ * What a remote handle needs from its provider: calls to the helper (which wait for a
+ * reconnect in progress and reject PROVIDER_LOST when the host is gone), and its release.
+ */
+export interface RemoteHost {
+  /** `user@host:port`, for messages. */
+  readonly label: string;
+  request(message: Record<string, unknown>): Promise<Record<string, unknown>>;
+  notify(message: Record<string, unknown>): void;
+  input(n: number, bytes: Buffer): Promise<void>;
+  /** The handle is done with the helper (exit seen, tree swept): the provider drops it. */
+  release(n: number, tree: string): void;
+}
+
+/** A tree the provider routes helper frames to, and re-attaches after a reconnect (X3). */
+export interface RemoteTree {
+  readonly n: number;
+  readonly treeId: string;
+  data(stream: number, offset: number, bytes: Buffer): void;
+  event(message: Record<string, unknown>): void;
+  /** Bytes received so far per stream: where a re-attach resumes. */
+  cursors(): Record<string, number>;
+  /** Re-attach failed or the host is gone: the tree ends with `reason`. */
+  lost(reason: string): void;
+}
+
+/**
+ * Where one numbered output stream stands (X3): drops what a replay repeats, acknowledges what
+ * was consumed so the helper can forget it and send more.
+ *
+ * @example
+ * ```ts
+ * const cursor = createCursor((offset) => host.notify({ op: 'ack', n, stream: 1, offset }));
+ * const fresh = cursor.accept(offset, bytes); // null when all of it was seen before
+ * ```
+ */
+export function createCursor(ack: (offset: number) => void) {
+  let received = 0;
+  let acked = 0;
+  return {
+    get received() {
+      return received;
+    },
+    accept(offset: number, bytes: Buffer): Buffer | null {
+      const end = offset + bytes.length;
+      if (end <= received || offset > received) return null;
+      const fresh = bytes.subarray(received - offset);
+      received = end;
+      return fresh;
+    },
+    /** Acknowledges everything received (in steps, so acks stay few). */
+    consumed(force = false) {
+      if (received - acked >= 256 * 1024 || (force && received > acked)) {
+        acked = received;
+        ack(acked);
+      }
+    },
+  };
+}
+
+/** The helper's verdict object as the seam's type. */
+export function toVerdict(reply: Record<string, unknown>): TreeKillVerdict {
+  return reply.verdict as TreeKillVerdict;
+}

@@ -1,0 +1,148 @@
+import { StringDecoder } from 'node:string_decoder';
+import { TetherError } from '../errors.js';
+import type {
+  InputProbe,
+  TerminalHandle,
+  TerminalHandleExit,
+  TerminalSpawnSpec,
+  TreeKillVerdict,
+} from '../subprocess/types.js';
+import { createCursor, type RemoteHost, type RemoteTree, toVerdict } from './remote-host.js';
+
+const PTY_STREAM = 3;
+
+/**
+ * A terminal whose pty the remote helper holds (X1, X2), as a {@link TerminalHandle}: output is
+ * the helper's numbered pty stream, `probeInput` and `signalForeground` are answered by the
+ * helper from the remote /proc, `kill` hangs up and kills the session to a verdict there.
+ *
+ * @example
+ * ```ts
+ * const { tree, started } = remoteTerminal(host, 8, treeId, spec);
+ * const handle = started(await host.request({ op: 'spawn', n: 8, pty: { cols: 80, rows: 24 }, ... }));
+ * ```
+ */
+export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec: TerminalSpawnSpec) {
+  let resolveExit!: (exit: TerminalHandleExit) => void;
+  const exited = new Promise<TerminalHandleExit>((resolve) => {
+    resolveExit = resolve;
+  });
+  let exitFacts: { exit: TerminalHandleExit; end: number } | null = null;
+  let done = false;
+  const decoder = new StringDecoder('utf8');
+  const cursor = createCursor((offset) => host.notify({ op: 'ack', n, stream: PTY_STREAM, offset }));
+  const listeners = new Set<(text: string) => void>();
+  let unheard: string[] = [];
+  let lastOutputAt = performance.now();
+
+  const deliver = (text: string) => {
+    if (text === '') return;
+    if (listeners.size === 0) unheard.push(text);
+    for (const listener of [...listeners]) listener(text);
+  };
+  // Every byte up to the end the helper reported at exit is delivered before `exited` (S1).
+  const settle = () => {
+    if (done || exitFacts === null || cursor.received < exitFacts.end) return;
+    done = true;
+    deliver(decoder.end());
+    resolveExit(exitFacts.exit);
+    host.release(n, treeId);
+  };
+
+  const tree: RemoteTree = {
+    n,
+    treeId,
+    data(sid, offset, bytes) {
+      const fresh = sid === PTY_STREAM ? cursor.accept(offset, bytes) : null;
+      if (!fresh) return;
+      lastOutputAt = performance.now();
+      deliver(decoder.write(fresh));
+      cursor.consumed(true);
+      settle();
+    },
+    event(message) {
+      if (message.ev !== 'exit' || exitFacts !== null) return;
+      const ends = message.ends as Record<string, number>;
+      exitFacts = {
+        exit: {
+          exitCode: (message.code as number | null) ?? null,
+          signal: (message.signal as NodeJS.Signals | null) ?? null,
+          reason: 'exit',
+        },
+        end: ends[String(PTY_STREAM)] ?? 0,
+      };
+      settle();
+    },
+    cursors: () => ({ [String(PTY_STREAM)]: cursor.received }),
+    lost(reason) {
+      if (done) return;
+      exitFacts = { exit: { exitCode: null, signal: null, reason: 'host_crashed' }, end: 0 };
+      lostReason = reason;
+      settle();
+    },
+  };
+  let lostReason: string | null = null;
+
+  let inFlight: Promise<TreeKillVerdict> | null = null;
+  const started = (reply: Record<string, unknown>): TerminalHandle => ({
+    identity: { pid: reply.pid as number, startTime: (reply.start as number | null) ?? null },
+    treeId,
+    ttyPath: reply.tty as string,
+    async write(data) {
+      if (done)
+        throw new TetherError('TERMINAL_CLOSED', `the terminal on ${host.label} has exited; open a new one`);
+      await host.input(n, Buffer.from(data, 'utf8'));
+    },
+    resize(cols, rows) {
+      if (!done) host.notify({ op: 'resize', tree: treeId, cols, rows });
+    },
+    onData(listener) {
+      listeners.add(listener);
+      const replay = unheard;
+      unheard = [];
+      for (const text of replay) listener(text);
+      return () => listeners.delete(listener);
+    },
+    get lastOutputAt() {
+      return lastOutputAt;
+    },
+    exited,
+    signal(signal, target) {
+      if (done) return false;
+      host.request({ op: 'signal', tree: treeId, signal, target }).catch(() => {});
+      return true;
+    },
+    async signalForeground(signal) {
+      if (done) return false;
+      const reply = await host.request({ op: 'signal', tree: treeId, signal, target: 'foreground' });
+      return reply.delivered === true;
+    },
+    async probeInput(): Promise<InputProbe> {
+      if (done) return { waiting: false, reason: 'the terminal has exited' };
+      try {
+        return (await host.request({ op: 'probe', tree: treeId })).answer as InputProbe;
+      } catch (err) {
+        return { unknown: err instanceof Error ? err.message : String(err) };
+      }
+    },
+    kill() {
+      inFlight ??= (async () => {
+        if (lostReason !== null) {
+          throw new TetherError(
+            'PROVIDER_LOST',
+            `remote terminal ${treeId} on ${host.label} is lost: ${lostReason}`,
+          );
+        }
+        const verdict = toVerdict(
+          await host.request({ op: 'kill', tree: treeId, graceMs: spec.cleanupGraceMs }),
+        );
+        if (verdict.status === 'quiescent') await exited;
+        return verdict;
+      })().finally(() => {
+        inFlight = null;
+      });
+      return inFlight;
+    },
+  });
+  return { tree, started };
+}

@@ -1,0 +1,238 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TetherError } from '../errors.js';
+import { sanitizeEnv } from '../subprocess/env.js';
+import { newTreeId } from '../subprocess/marker.js';
+import type { SubprocessProvider, SubprocessSpawnSpec, TerminalSpawnSpec } from '../subprocess/types.js';
+import { createHelperChannel, type HelperChannel, lostError } from './helper-channel.js';
+import type { RemoteHost, RemoteTree } from './remote-host.js';
+import { remoteProcess } from './remote-process.js';
+import { remoteTerminal } from './remote-terminal.js';
+import { openSshLink } from './ssh-connection.js';
+import { resolveSshOptions, type SshProviderOptions } from './ssh-options.js';
+
+export type { SshProviderOptions } from './ssh-options.js';
+
+/** The SSH provider: also says whether its connection is up (`workers`, D3). */
+export interface SshProvider extends SubprocessProvider {
+  /** 1 while a connection is open, else 0. */
+  readonly workers: number;
+  /** `user@host:port`. */
+  readonly label: string;
+  /** Whether remote hosts answer `stdin_read` probes (known after the first connect). */
+  readonly provesInput: boolean | null;
+  dispose(): Promise<void>;
+}
+
+interface Session {
+  readonly helper: HelperChannel;
+  readonly instance: string;
+  readonly env: Record<string, string>;
+}
+
+/**
+ * A provider that runs every tree on another host over SSH (X1): one connection, one exec
+ * channel to the remote helper (X2) that multiplexes every job and terminal, so the server's
+ * session limit is never reached. The helper (python3 ≥ 3.8, Linux /proc) is uploaded on
+ * connect. A lost or stalled connection (keepalive, X3) fails the calls in flight with
+ * PROVIDER_LOST; the provider reconnects and re-attaches every tree from its output cursors;
+ * trees that cannot be re-attached end (`exited` with no code, terminals `host_crashed`) and
+ * are killed on the host the next time it is reached.
+ *
+ * @example
+ * ```ts
+ * const provider = createSshProvider({ host: 'build-1', username: 'ci', privateKey,
+ *   hostKey: 'ssh-ed25519 AAAAC3Nza…' });
+ * const rt = createRuntime({ provider }); // shell, jobs, terminals and agents run on build-1
+ * ```
+ */
+export function createSshProvider(input: SshProviderOptions): SshProvider {
+  const options = resolveSshOptions(input);
+  const { label } = options;
+  const trees = new Map<number, RemoteTree>();
+  // Trees whose helper died or whose host was lost: killed by marker once the host answers again.
+  const orphans = new Set<string>();
+  let session: Session | null = null;
+  let connecting: Promise<Session> | null = null;
+  let lastInstance: string | null = null;
+  let provesInput: boolean | null = null;
+  let disposed = false;
+  const stop = new AbortController();
+  let nextN = 0;
+
+  const connect = async (): Promise<Session> => {
+    const link = await openSshLink(options);
+    const helper = createHelperChannel(link, label, {
+      data: (n, stream, offset, bytes) => trees.get(n)?.data(stream, offset, bytes),
+      event: (message) => trees.get(message.n as number)?.event(message),
+    });
+    const hello = await helper.request({ op: 'hello', lingerMs: options.lingerMs });
+    const next: Session = {
+      helper,
+      instance: hello.instance as string,
+      env: hello.env as Record<string, string>,
+    };
+    provesInput = hello.proofs === true;
+    const sameHelper = lastInstance === hello.instance;
+    lastInstance = next.instance;
+    for (const tree of [...trees.values()]) {
+      const attached =
+        sameHelper &&
+        (await helper.request({ op: 'attach', n: tree.n, tree: tree.treeId, cursors: tree.cursors() }).then(
+          () => true,
+          () => false,
+        ));
+      if (!attached) {
+        trees.delete(tree.n);
+        orphans.add(tree.treeId);
+        tree.lost(`the remote helper on ${label} died; its trees are killed when it is reached again`);
+      }
+    }
+    for (const tree of [...orphans]) {
+      await helper.request({ op: 'kill', tree, graceMs: 500 }).catch(() => {});
+      orphans.delete(tree);
+    }
+    void helper.lost.then((why) => onLost(next, why));
+    return next;
+  };
+
+  // X3: fail what was in flight (the channel did), then try to re-attach the trees that remain.
+  const onLost = (lost: Session, why: string) => {
+    if (session !== lost) return;
+    session = null;
+    if (disposed || trees.size === 0) return;
+    connecting = reconnect(why).finally(() => {
+      connecting = null;
+    });
+    connecting.catch(() => {});
+  };
+  const reconnect = async (why: string): Promise<Session> => {
+    let last: unknown = why;
+    for (let attempt = 0; attempt < options.reconnectAttempts && !disposed; attempt++) {
+      await sleep(options.reconnectDelayMs, undefined, { signal: stop.signal }).catch(() => {});
+      if (disposed) break;
+      try {
+        session = await connect();
+        return session;
+      } catch (err) {
+        last = err;
+      }
+    }
+    const reason = `lost (${why}) and not re-established: ${last instanceof Error ? last.message : String(last)}`;
+    for (const tree of [...trees.values()]) {
+      orphans.add(tree.treeId);
+      tree.lost(reason);
+    }
+    trees.clear();
+    throw lostError(label, why);
+  };
+  const ready = async (): Promise<Session> => {
+    if (disposed) throw new TetherError('RUNTIME_DISPOSED', `the SSH provider for ${label} was disposed`);
+    if (session?.helper.alive) return session;
+    connecting ??= connect()
+      .then((s) => {
+        session = s;
+        return s;
+      })
+      .finally(() => {
+        connecting = null;
+      });
+    return connecting;
+  };
+
+  const host: RemoteHost = {
+    label,
+    request: async (message) => (await ready()).helper.request(message),
+    notify: (message) => session?.helper.notify(message),
+    input: async (n, bytes) => (await ready()).helper.input(n, bytes),
+    release: (n, tree) => {
+      trees.delete(n);
+      session?.helper.notify({ op: 'release', tree });
+    },
+  };
+
+  const start = async (
+    spec: SubprocessSpawnSpec | TerminalSpawnSpec,
+    pty: { cols: number; rows: number } | null,
+  ) => {
+    if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
+    const current = await ready();
+    const n = ++nextN;
+    const treeId = newTreeId();
+    const env = sanitizeEnv(current.env, options.env, spec.env);
+    return { current, n, treeId, env, pty };
+  };
+
+  return {
+    name: 'ssh',
+    label,
+    get provesInput() {
+      return provesInput;
+    },
+    get workers() {
+      return session?.helper.alive ? 1 : 0;
+    },
+    async spawn(spec) {
+      const { current, n, treeId, env } = await start(spec, null);
+      const remote = remoteProcess(host, n, treeId, spec);
+      trees.set(n, remote.tree);
+      const { stdin, stdout, stderr } = spec.stdio;
+      const reply = await current.helper
+        .request({
+          op: 'spawn',
+          n,
+          tree: treeId,
+          argv: spec.argv,
+          cwd: spec.cwd,
+          env,
+          stdin: stdin === 'pipe',
+          stdio: [false, stdout !== 'ignore', stderr !== 'ignore'],
+        })
+        .catch((err: unknown) => {
+          trees.delete(n);
+          throw err;
+        });
+      return remote.started(reply);
+    },
+    async spawnTerminal(spec) {
+      const { current, n, treeId, env } = await start(spec, { cols: spec.cols, rows: spec.rows });
+      const remote = remoteTerminal(host, n, treeId, spec);
+      trees.set(n, remote.tree);
+      const reply = await current.helper
+        .request({
+          op: 'spawn',
+          n,
+          tree: treeId,
+          argv: spec.argv,
+          cwd: spec.cwd,
+          env,
+          pty: { cols: spec.cols, rows: spec.rows },
+        })
+        .catch((err: unknown) => {
+          trees.delete(n);
+          throw err;
+        });
+      const handle = remote.started(reply);
+      if (spec.signal?.aborted) {
+        await handle.kill();
+        throw new TetherError('ABORTED', 'the spawn was aborted while the terminal was opening');
+      }
+      return handle;
+    },
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      stop.abort();
+      const current = session;
+      session = null;
+      if (current === null || !current.helper.alive) return current?.helper.close();
+      // A bounded goodbye: a dead or stalled host must not hold dispose (X3).
+      const bound = new AbortController();
+      await Promise.race([
+        current.helper.request({ op: 'bye' }).catch(() => {}),
+        sleep(options.keepaliveIntervalMs, undefined, { signal: bound.signal }).catch(() => {}),
+      ]);
+      bound.abort();
+      current.helper.close();
+    },
+  };
+}

@@ -1,0 +1,745 @@
+# Tether's remote helper (X2): uploaded by the SSH provider, never installed by hand.
+# Needs python3 >= 3.8 and Linux /proc on the remote host. One daemon per helper directory
+# keeps every tree it started (own session, TETHER_TREE marker), numbers their output so a
+# client that reconnects resumes from its cursor, kills trees to a verdict, and answers
+# stdin_read probes from /proc. `connect` relays one SSH exec channel to the daemon's socket
+# and starts the daemon when none runs.
+import ctypes, fcntl, json, os, platform, pty, selectors, signal, socket, struct, sys, termios, time, traceback
+
+VERSION = 1
+WINDOW = 4 << 20  # bytes sent beyond the client's ack before the daemon waits
+CAP = 8 << 20  # bytes buffered per stream before the daemon stops reading the job
+SYSCALLS = {
+    'x86_64': {0: 'read', 19: 'read', 7: 'poll', 271: 'poll', 23: 'select', 270: 'select', 232: 'epoll', 281: 'epoll', 441: 'epoll'},
+    'aarch64': {63: 'read', 65: 'read', 73: 'poll', 72: 'select', 22: 'epoll', 441: 'epoll'},
+}.get(platform.machine())
+
+
+def close_fds(keep):
+    # What is open, from /proc: closerange(3, 65536) is one syscall per number where the kernel
+    # lacks close_range (seconds under a syscall-trapping sandbox).
+    for name in os.listdir('/proc/self/fd'):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def login_env():
+    # The login env minus what describes the SSH session (stale after a reconnect): with
+    # SSH_CLIENT set and SHLVL < 2, Debian's bash sources ~/.bashrc even for `bash -c`.
+    return {k: v for k, v in os.environ.items() if not k.startswith('SSH_') and k != 'SHLVL'}
+
+
+def frame(kind, body):
+    return struct.pack('>IB', len(body) + 1, kind) + body
+
+
+def jframe(obj):
+    return frame(0x4A, json.dumps(obj, separators=(',', ':')).encode())
+
+
+def stat_of(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            s = f.read()
+    except OSError:
+        return None
+    rest = s[s.rindex(')') + 2:].split()
+    return {'state': rest[0], 'ppid': int(rest[1]), 'pgrp': int(rest[2]), 'sid': int(rest[3]),
+            'tty': int(rest[4]), 'tpgid': int(rest[5]), 'start': int(rest[19])}
+
+
+def alive(pid, start=None):
+    st = stat_of(pid)
+    return st is not None and st['state'] not in 'ZX' and (start is None or st['start'] == start)
+
+
+def pids():
+    return [int(d) for d in os.listdir('/proc') if d.isdigit()]
+
+
+def tree_members(tree, marker, leader):
+    """Live processes of a tree: its env marker, or the leader's session (identity-checked)."""
+    found = []
+    for pid in pids():
+        st = stat_of(pid)
+        if st is None or st['state'] in 'ZX' or pid == os.getpid():
+            continue
+        if leader is not None and alive(leader[0], leader[1]) and st['sid'] == leader[0]:
+            found.append(pid)
+            continue
+        try:
+            with open('/proc/%d/environ' % pid, 'rb') as f:
+                if marker in f.read().split(b'\0'):
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def kill_tree(tree, leader, grace_ms, reap, hangup=False):
+    """A generator: yields the seconds to wait before its next step, returns the verdict (S4)."""
+    marker = ('TETHER_TREE=' + tree).encode()
+    killed = set()
+
+    def send(sig):
+        for pid in tree_members(tree, marker, leader):
+            try:
+                os.kill(pid, sig)
+                killed.add(pid)
+                if sig == signal.SIGTERM:
+                    if hangup:
+                        os.kill(pid, signal.SIGHUP)
+                    os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+
+    def wait_gone(ms):
+        end = time.monotonic() + ms / 1000
+        while True:
+            reap()
+            left = tree_members(tree, marker, leader)
+            if not left or time.monotonic() >= end:
+                return left
+            yield 0.005
+
+    send(signal.SIGTERM)
+    if (yield from wait_gone(grace_ms)):
+        send(signal.SIGKILL)
+        left = yield from wait_gone(2000)
+        if left:
+            stuck = [p for p in left if (stat_of(p) or {}).get('state') == 'D']
+            return {'status': 'escaped', 'proof': 'proc', 'killed': len(killed),
+                    'escaped': [p for p in left if p not in stuck], 'stuck': stuck}
+    return {'status': 'quiescent', 'proof': 'proc', 'killed': len(killed)}
+
+
+def read_mem(pid, addr, size):
+    with open('/proc/%d/mem' % pid, 'rb', buffering=0) as f:
+        f.seek(addr)
+        return f.read(size)
+
+
+def fd_is(pid, fd, tty):
+    try:
+        return os.readlink('/proc/%d/fd/%d' % (pid, fd)) == tty
+    except OSError:
+        return False
+
+
+def thread_waits(pid, tid, tty):
+    """'proven' via name, 'running', 'elsewhere' or 'idle' for one thread."""
+    try:
+        with open('/proc/%d/task/%d/stat' % (pid, tid)) as f:
+            state = f.read().rsplit(')', 1)[1].split()[0]
+        with open('/proc/%d/task/%d/syscall' % (pid, tid)) as f:
+            fields = f.read().split()
+    except OSError:
+        return 'unreadable', None
+    if state == 'R' or fields[0] == 'running':
+        return 'running', None
+    if state != 'S' or fields[0] in ('-1',) or not fd_is(pid, 0, tty):
+        return 'idle', None
+    via = SYSCALLS.get(int(fields[0]))
+    args = [int(a, 16) for a in fields[1:7]]
+    try:
+        if via == 'read':
+            ok = fd_is(pid, args[0], tty)
+        elif via == 'select':
+            n = min(args[0], 1024)
+            bits = int.from_bytes(read_mem(pid, args[1], (n + 7) // 8), 'little') if args[1] else 0
+            ok = any(bits >> fd & 1 and fd_is(pid, fd, tty) for fd in range(n))
+        elif via == 'poll':
+            raw = read_mem(pid, args[0], 8 * min(args[1], 4096))
+            ok = any(struct.unpack_from('=ihh', raw, i * 8)[1] & 1 and fd_is(pid, struct.unpack_from('=i', raw, i * 8)[0], tty)
+                     for i in range(len(raw) // 8))
+        elif via == 'epoll':
+            with open('/proc/%d/fdinfo/%d' % (pid, args[0])) as f:
+                tfds = [int(l.split()[1]) for l in f if l.startswith('tfd:')]
+            ok = any(fd_is(pid, fd, tty) for fd in tfds)
+        else:
+            return 'idle', None
+    except (OSError, ValueError):
+        return 'unreadable', None
+    if not ok:
+        return 'elsewhere', None
+    with open('/proc/%d/task/%d/status' % (pid, tid)) as f:
+        wake = sum(int(l.split()[1]) for l in f if l.split(':')[0] in ('voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches'))
+    return 'proven', {'pid': pid, 'tid': tid, 'via': via, 'wakeups': wake}
+
+
+def probe(job):
+    if SYSCALLS is None:
+        return {'unknown': 'unsupported-platform: no known syscall table for ' + platform.machine()}
+    root = stat_of(job.pid)
+    if root is None or root['state'] in 'ZX' or root['start'] != job.start:
+        return {'waiting': False, 'reason': 'root-gone'}
+    if root['tpgid'] <= 0:
+        return {'waiting': False, 'reason': 'no-foreground'}
+    seen = set()
+    for pid in pids():
+        st = stat_of(pid)
+        if st is None or st['pgrp'] != root['tpgid'] or st['sid'] != root['sid']:
+            continue
+        if st['state'] in 'Tt':
+            seen.add('idle')
+            continue
+        try:
+            tids = [int(t) for t in os.listdir('/proc/%d/task' % pid)]
+        except OSError:
+            seen.add('unreadable')
+            continue
+        for tid in tids:
+            kind, proof = thread_waits(pid, tid, job.tty)
+            if kind == 'proven':
+                after = stat_of(job.pid)
+                if after is None or after['tpgid'] != root['tpgid']:
+                    return {'unknown': 'foreground-changed'}
+                return {'waiting': True, 'proof': proof}
+            seen.add(kind)
+    for reason, name in (('running', 'busy'), ('elsewhere', 'not-this-tty'), ('unreadable', 'unreadable')):
+        if reason in seen:
+            return {'waiting': False, 'reason': name}
+    return {'waiting': False, 'reason': 'not-waiting'}
+
+
+class Stream:
+    """One output stream of a job: bytes from offset `acked` on are kept until acknowledged."""
+
+    def __init__(self, sid, fd):
+        self.sid, self.fd, self.buf, self.acked, self.sent, self.eof = sid, fd, bytearray(), 0, 0, fd is None
+        self.watched, self.told = False, False
+
+    def end(self):
+        return self.acked + len(self.buf)
+
+
+class Job:
+    def __init__(self, n, tree, pid, start, streams, stdin, master, tty):
+        self.n, self.tree, self.pid, self.start = n, tree, pid, start
+        self.streams, self.stdin, self.master, self.tty = streams, stdin, master, tty
+        self.exit, self.client, self.inbuf, self.in_eof = None, None, bytearray(), False
+
+
+class Daemon:
+    def __init__(self, sock_path):
+        self.sel = selectors.DefaultSelector()
+        self.jobs = {}  # tree id -> Job
+        self.clients = {}  # socket -> [inbuf, outbuf]
+        self.instance = '%d.%d' % (os.getpid(), time.time_ns())
+        self.linger = 300.0
+        self.said_bye = False
+        self.lingered = False
+        self.tasks = []  # [wake time, generator, on_done]: kills in progress
+        self.alone_since = time.monotonic()
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+        except Exception:
+            pass
+        self.wake_r, wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        self.sel.register(self.wake_r, selectors.EVENT_READ, ('wake', None))
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(sock_path)
+        self.listener.listen(16)
+        self.listener.setblocking(False)
+        self.sel.register(self.listener, selectors.EVENT_READ, ('listen', None))
+
+    def run(self):
+        while True:
+            busy = self.clients or any(j.exit is None for j in self.jobs.values())
+            idle = time.monotonic() - self.alone_since
+            if not self.clients and not self.jobs and not self.tasks and (self.said_bye or idle > 5 or self.lingered):
+                return
+            if not self.clients and time.monotonic() - self.alone_since > self.linger and not self.lingered:
+                self.lingered = True  # nobody came back: the trees die, then the daemon ends
+                for job in list(self.jobs.values()):
+                    self.start_task(kill_tree(job.tree, (job.pid, job.start), 500, self.reap), lambda v, j=job: self.jobs.pop(j.tree, None))
+            now = time.monotonic()
+            wait = min([t[0] for t in self.tasks] + [now + (1.0 if busy else 5.0)]) - now
+            for key, mask in self.sel.select(max(0, wait)):
+                try:
+                    self.dispatch(key, mask)
+                except Exception:  # a bug in one event must not take every tree down with it
+                    traceback.print_exc()
+            self.reap()  # also without SIGCHLD (a host that blocks it): waitpid is cheap
+            self.step_tasks()
+            self.pump()
+
+    def dispatch(self, key, mask):
+        kind, obj = key.data
+        if kind == 'listen':
+            conn, _ = self.listener.accept()
+            conn.setblocking(False)
+            self.clients[conn] = [bytearray(), bytearray()]
+            self.sel.register(conn, selectors.EVENT_READ, ('client', conn))
+        elif kind == 'client':
+            self.on_client(obj, mask)
+        elif kind == 'out':
+            self.on_output(*obj)
+        elif kind == 'stdin':
+            self.flush_input(obj)
+        else:
+            try:
+                os.read(self.wake_r, 4096)
+            except OSError:
+                pass
+            self.reap()
+
+    def start_task(self, gen, done):
+        self.tasks.append([time.monotonic(), gen, done])
+
+    def step_tasks(self):
+        now = time.monotonic()
+        for task in [t for t in self.tasks if t[0] <= now]:
+            try:
+                task[0] = time.monotonic() + task[1].send(None)
+            except StopIteration as stop:
+                self.tasks.remove(task)
+                task[2](stop.value)
+
+    def reap(self):
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            for job in self.jobs.values():
+                if job.pid == pid and job.exit is None:
+                    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+                    job.exit = {'code': os.WEXITSTATUS(status) if sig is None else None,
+                                'signal': signal.Signals(sig).name if sig else None}
+                    if job.master is not None:
+                        self.drain_master(job)
+                    self.announce_exit(job)
+
+    def drain_master(self, job):
+        s = job.streams[3]
+        while not s.eof:
+            try:
+                data = os.read(job.master, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b''
+            self.take(job, s, data)
+
+    def announce_exit(self, job):
+        if job.exit is not None and job.client is not None:
+            ends = {str(s.sid): s.end() for s in job.streams.values()}
+            self.send(job.client, jframe(dict(ev='exit', n=job.n, ends=ends, **job.exit)))
+
+    def take(self, job, s, data):
+        if data:
+            s.buf += data
+            return
+        s.eof = True
+        self.unwatch(s)
+
+    def watch(self, job, s, want):
+        if s.fd is None or want == s.watched:
+            return
+        if want:
+            self.sel.register(s.fd, selectors.EVENT_READ, ('out', (job, s)))
+        else:
+            self.sel.unregister(s.fd)
+        s.watched = want
+
+    def unwatch(self, s):
+        if s.fd is not None:
+            if s.watched:
+                self.sel.unregister(s.fd)
+                s.watched = False
+            if s.sid != 3:
+                os.close(s.fd)
+            s.fd = None
+
+    def on_output(self, job, s):
+        if s.fd is None:  # ended earlier in this round (drained at exit)
+            return
+        try:
+            data = os.read(s.fd, 262144)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: the pty's last slave holder closed it
+            data = b''
+        self.take(job, s, data)
+
+    def pump(self):
+        for job in self.jobs.values():
+            for s in job.streams.values():
+                self.watch(job, s, len(s.buf) < CAP)
+                if job.client is None:
+                    continue
+                out = self.clients[job.client][1]
+                while s.sent < s.end() and s.sent - s.acked < WINDOW and len(out) < (1 << 20):
+                    start = s.sent - s.acked
+                    chunk = bytes(s.buf[start:start + 131072])
+                    self.send(job.client, frame(0x44, struct.pack('>IBQ', job.n, s.sid, s.sent) + chunk))
+                    s.sent += len(chunk)
+                if s.eof and s.sent == s.end() and not s.told:
+                    s.told = True
+                    self.send(job.client, jframe({'ev': 'eof', 'n': job.n, 'stream': s.sid}))
+
+    def send(self, conn, data):
+        entry = self.clients.get(conn)
+        if entry is None:
+            return
+        entry[1] += data
+        self.flush_client(conn)
+
+    def flush_client(self, conn):
+        out = self.clients[conn][1]
+        try:
+            while out:
+                sent = conn.send(out[:1 << 20])
+                del out[:sent]
+        except BlockingIOError:
+            pass
+        except OSError:
+            return self.drop(conn)
+        self.sel.modify(conn, selectors.EVENT_READ | (selectors.EVENT_WRITE if out else 0), ('client', conn))
+
+    def drop(self, conn):
+        self.sel.unregister(conn)
+        conn.close()
+        del self.clients[conn]
+        for job in self.jobs.values():
+            if job.client is conn:
+                job.client = None
+        if not self.clients:
+            self.alone_since = time.monotonic()
+
+    def on_client(self, conn, mask):
+        if mask & selectors.EVENT_WRITE:
+            self.flush_client(conn)
+        if not mask & selectors.EVENT_READ or conn not in self.clients:
+            return
+        try:
+            data = conn.recv(262144)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b''
+        if not data:
+            return self.drop(conn)
+        inbuf = self.clients[conn][0]
+        inbuf += data
+        while len(inbuf) >= 5:
+            size, kind = struct.unpack_from('>IB', inbuf)
+            if len(inbuf) < 4 + size:
+                break
+            body = bytes(inbuf[5:4 + size])
+            del inbuf[:4 + size]
+            if kind == 0x49:  # input bytes for a job
+                (n,) = struct.unpack_from('>I', body)
+                job = self.by_n(conn, n)
+                if job is not None and job.exit is None:
+                    job.inbuf += body[4:]
+                    self.flush_input(job)
+            else:
+                msg = json.loads(body)
+                try:
+                    reply = self.handle(conn, msg)
+                except Exception as e:  # a bug in the helper must not kill every tree
+                    reply = {'ok': False, 'code': 'SPAWN_FAILED', 'message': 'helper error: %r' % e}
+                if reply is not None and 'id' in msg and conn in self.clients:
+                    reply['id'] = msg['id']
+                    self.send(conn, jframe(reply))
+
+    def by_n(self, conn, n):
+        for job in self.jobs.values():
+            if job.n == n and job.client is conn:
+                return job
+        return None
+
+    def flush_input(self, job):
+        fd = job.master if job.master is not None else job.stdin
+        if fd is None:
+            return
+        try:
+            while job.inbuf:
+                del job.inbuf[:os.write(fd, job.inbuf[:65536])]
+        except BlockingIOError:
+            pass
+        except OSError:
+            job.inbuf.clear()
+        watched = job.master is None and job.inbuf
+        try:
+            if watched:
+                self.sel.register(fd, selectors.EVENT_WRITE, ('stdin', job))
+            elif job.master is None:
+                self.sel.unregister(fd)
+        except (KeyError, ValueError):
+            pass
+        if job.master is None and job.in_eof and not job.inbuf:
+            os.close(fd)
+            job.stdin = None
+
+    def handle(self, conn, msg):
+        op = msg['op']
+        if op == 'hello':
+            self.said_bye = self.lingered = False
+            self.linger = msg.get('lingerMs', 300000) / 1000
+            return {'ok': True, 'version': VERSION, 'instance': self.instance, 'proofs': SYSCALLS is not None,
+                    'env': login_env()}
+        if op == 'spawn':
+            return self.spawn(conn, msg)
+        if op == 'attach':
+            job = self.jobs.get(msg['tree'])
+            if job is None:
+                return {'ok': False, 'code': 'PROVIDER_LOST', 'message': 'the helper does not know tree ' + msg['tree']}
+            job.client, job.n = conn, msg['n']
+            for sid, cursor in msg['cursors'].items():
+                s = job.streams[int(sid)]
+                cut = max(0, min(cursor, s.end()) - s.acked)
+                del s.buf[:cut]
+                s.acked += cut
+                s.sent = s.acked
+                s.told = False
+            self.announce_exit(job)
+            return {'ok': True}
+        if op == 'ack':
+            job = self.by_n(conn, msg['n'])
+            if job is not None:
+                s = job.streams[msg['stream']]
+                cut = max(0, min(msg['offset'], s.sent) - s.acked)
+                del s.buf[:cut]
+                s.acked += cut
+            return None
+        job = self.jobs.get(msg.get('tree'))
+        if op == 'kill':
+            leader = (job.pid, job.start) if job is not None else None
+            gen = kill_tree(msg['tree'], leader, msg['graceMs'], self.reap, job is not None and job.master is not None)
+            self.start_task(gen, lambda verdict: self.send(conn, jframe({'ok': True, 'verdict': verdict, 'id': msg['id']})))
+            return None
+        if op == 'release':
+            if job is not None and job.exit is not None:
+                for s in job.streams.values():
+                    self.unwatch(s)
+                if job.master is not None:
+                    os.close(job.master)
+                if job.stdin is not None:
+                    os.close(job.stdin)
+                del self.jobs[job.tree]
+            return {'ok': True}
+        if op == 'bye':
+            self.said_bye = True
+            return {'ok': True}
+        if job is None:
+            return {'ok': False, 'code': 'TERMINAL_CLOSED', 'message': 'no such tree on the helper'}
+        if op == 'eof':
+            job.in_eof = True
+            self.flush_input(job)
+            return None
+        if op == 'resize':
+            if job.master is not None and job.exit is None:
+                fcntl.ioctl(job.master, termios.TIOCSWINSZ, struct.pack('HHHH', msg['rows'], msg['cols'], 0, 0))
+            return None
+        if op == 'signal':
+            return {'ok': True, 'delivered': self.signal(job, msg)}
+        if op == 'probe':
+            return {'ok': True, 'answer': probe(job)}
+        return {'ok': False, 'code': 'INVALID_ARGUMENT', 'message': 'unknown op ' + op}
+
+    def signal(self, job, msg):
+        sig = getattr(signal, msg['signal'])
+        if job.exit is not None or not alive(job.pid, job.start):
+            return False
+        root = stat_of(job.pid)
+        group = {'foreground': root['tpgid'], 'group': job.pid}.get(msg['target'])
+        hit = False
+        for pid in pids():
+            st = stat_of(pid)
+            if st is None or st['state'] in 'ZX' or st['sid'] != job.pid:
+                continue
+            if group is not None and st['pgrp'] != group:
+                continue
+            try:
+                os.kill(pid, sig)  # identity: a member of this live session, read just now
+                hit = True
+            except OSError:
+                pass
+        return hit
+
+    def spawn(self, conn, msg):
+        tree, argv, cwd, env = msg['tree'], msg['argv'], msg['cwd'], msg['env']
+        if not os.path.isdir(cwd):
+            return {'ok': False, 'code': 'CWD_NOT_FOUND', 'message': "cwd '%s' is not an existing directory on the remote host; pass a directory that exists there" % cwd}
+        prog = argv[0]
+        if '/' in prog:
+            found = os.path.join(cwd, prog) if os.access(os.path.join(cwd, prog), os.X_OK) else None
+        else:
+            found = next((os.path.join(d, prog) for d in env.get('PATH', '').split(':') if d and os.access(os.path.join(d, prog), os.X_OK) and not os.path.isdir(os.path.join(d, prog))), None)
+        if found is None:
+            return {'ok': False, 'code': 'SPAWN_FAILED', 'message': "'%s' was not found on the remote host (looked up in PATH from cwd '%s'); pass an installed executable" % (prog, cwd)}
+        env = dict(env, TETHER_TREE=tree)
+        streams, stdin, master, tty = {}, None, None, None
+        if msg.get('pty'):
+            master, slave = pty.openpty()
+            tty = os.ttyname(slave)
+            fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack('HHHH', msg['pty']['rows'], msg['pty']['cols'], 0, 0))
+            fds = (slave, slave, slave)
+            streams[3] = Stream(3, master)
+        else:
+            null = os.open(os.devnull, os.O_RDWR)
+            fds, close = [null, null, null], []
+            if msg['stdin']:
+                r, w = os.pipe()
+                fds[0], stdin = r, w
+                close.append(r)
+            for i, sid in ((1, 1), (2, 2)):
+                if msg['stdio'][i]:
+                    r, w = os.pipe()
+                    fds[i] = w
+                    close.append(w)
+                    streams[sid] = Stream(sid, r)
+                else:
+                    streams[sid] = Stream(sid, None)
+        errr, errw = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(errr)
+                os.setsid()
+                for i, fd in enumerate(fds):
+                    os.dup2(fd, i)
+                if tty is not None:
+                    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+                close_fds(keep=(errw,))
+                fcntl.fcntl(errw, fcntl.F_SETFD, fcntl.FD_CLOEXEC)
+                signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+                signal.signal(signal.SIGHUP, signal.SIG_DFL)
+                signal.set_wakeup_fd(-1)
+                signal.pthread_sigmask(signal.SIG_SETMASK, [])
+                os.chdir(cwd)
+                os.execve(found, argv, env)
+            except BaseException as e:
+                os.write(errw, repr(e).encode())
+            os._exit(127)
+        os.close(errw)
+        failure = os.read(errr, 4096)
+        os.close(errr)
+        for fd in set(fds) if msg.get('pty') else set(close + [fds[0], fds[1], fds[2]]):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if failure:
+            os.waitpid(pid, 0)
+            return {'ok': False, 'code': 'SPAWN_FAILED', 'message': "'%s' could not be started on the remote host: %s" % (prog, failure.decode(errors='replace'))}
+        start = None
+        while start is None:
+            st = stat_of(pid)
+            start = st['start'] if st else -1
+        if stdin is not None:
+            os.set_blocking(stdin, False)
+        job = Job(msg['n'], tree, pid, start, streams, stdin, master, tty)
+        job.client = conn
+        for s in streams.values():
+            if s.fd is not None:
+                os.set_blocking(s.fd, False)
+                self.watch(job, s, True)
+        self.jobs[tree] = job
+        return {'ok': True, 'pid': pid, 'start': start, 'tty': tty}
+
+
+def relay(sock):
+    """Copies the SSH channel (stdin/stdout) to the daemon socket and back until either ends."""
+    sel = selectors.DefaultSelector()
+    sel.register(0, selectors.EVENT_READ, 'in')
+    sel.register(sock, selectors.EVENT_READ, 'sock')
+    while True:
+        for key, _ in sel.select():
+            if key.data == 'in':
+                data = os.read(0, 262144)
+                if not data:
+                    return
+                sock.sendall(data)
+            else:
+                data = sock.recv(262144)
+                if not data:
+                    return
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(1, view):]
+
+
+def connect(directory):
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = os.path.join(directory, 'helper-%d.sock' % VERSION)
+    for attempt in range(2000):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            break
+        except OSError:
+            sock.close()
+        if attempt % 20 == 0:
+            start_daemon(directory, path)
+        time.sleep(0.005)
+    else:
+        sys.stderr.write('tether helper: the daemon did not come up at %s\n' % path)
+        sys.exit(3)
+    sys.stdout.buffer.write(b'TETHER-HELPER %d\n' % VERSION)
+    sys.stdout.flush()
+    relay(sock)
+
+
+def start_daemon(directory, path):
+    # The daemon holds this lock for its whole life: whoever gets it knows no daemon runs.
+    lock = os.open(os.path.join(directory, 'helper.lock'), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        return  # a daemon runs or is starting: its socket will answer
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            null = os.open(os.devnull, os.O_RDWR)
+            log = os.open(os.path.join(directory, 'helper.log'), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+            os.dup2(log, 2)
+            keep = os.dup2(lock, 3)
+            close_fds(keep=(3,))
+            with open(os.path.join(directory, 'helper.pid'), 'w') as f:
+                f.write(str(os.getpid()))
+            try:
+                Daemon(path).run()
+            finally:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+                os.close(keep)
+            os._exit(0)
+        os._exit(0)
+    os.wait()
+    os.close(lock)
+
+
+if __name__ == '__main__':
+    if sys.version_info < (3, 8):
+        sys.stderr.write('tether helper: python3 >= 3.8 is needed, this is %s\n' % sys.version.split()[0])
+        sys.exit(4)
+    if not os.path.isdir('/proc/self'):
+        sys.stderr.write('tether helper: Linux /proc is needed on the remote host\n')
+        sys.exit(4)
+    connect(sys.argv[2]) if sys.argv[1] == 'connect' else sys.exit(2)

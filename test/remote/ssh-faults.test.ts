@@ -1,0 +1,200 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as pause } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TetherError } from '../../src/errors.js';
+import type { SshProvider } from '../../src/remote/ssh-provider.js';
+import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import type { SubprocessHandle, TerminalHandle } from '../../src/subprocess/types.js';
+import { type Sshd, startSshd } from './sshd-fixture.js';
+
+// Bounded polls for facts (never a timed assertion: the bound only turns a hang into a failure).
+async function until<T>(what: string, probe: () => T | Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  let last = await probe();
+  for (let i = 0; i < 3000 && !ok(last); i++) {
+    await pause(10);
+    last = await probe();
+  }
+  if (!ok(last)) throw new Error(`${what} never happened; last: ${JSON.stringify(last)}`);
+  return last;
+}
+
+const codeOf = (err: unknown) => (err instanceof TetherError ? err.code : String(err));
+const grace = (ms: number) => ({ cwd: '/tmp', cleanupGraceMs: ms }) as const;
+
+// Lines of a numbered stream so far, and a wait for a line.
+function lines(stream: NodeJS.ReadableStream) {
+  let text = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    text += chunk;
+  });
+  return {
+    get text() {
+      return text;
+    },
+    until: (line: string) =>
+      until(
+        `line ${line}`,
+        () => text,
+        (t) => t.split('\n').includes(line),
+      ),
+  };
+}
+
+describe('ssh provider faults (X3)', () => {
+  let sshd: Sshd;
+  let provider: SshProvider | null = null;
+  const handles: Array<SubprocessHandle | TerminalHandle> = [];
+  afterEach(async () => {
+    for (const pid of sshd.sshdPids()) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {}
+    }
+    for (const h of handles.splice(0)) await h.kill().catch(() => {});
+    await provider?.dispose();
+    provider = null;
+    await sshd.stop();
+  });
+
+  const open = async (more = {}) => {
+    sshd = await startSshd();
+    provider = sshd.provider(more);
+    return provider;
+  };
+  const daemonPid = () => Number(readFileSync(join(sshd.dir, 'helper', 'helper.pid'), 'utf8'));
+  // The sshd processes serving connections (the listener's children), not the listener.
+  const sessionPids = () => sshd.sshdPids().slice(1);
+
+  it('X3: a wrong host key is refused with a clear error and nothing starts remotely', async () => {
+    const other = await startSshd();
+    try {
+      sshd = await startSshd();
+      provider = sshd.provider({ hostKey: other.hostKey });
+      const err = await provider
+        .spawn({ argv: ['true'], ...grace(500), stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' } })
+        .catch((e: unknown) => e);
+      expect(codeOf(err)).toBe('PROVIDER_UNAVAILABLE');
+      expect((err as Error).message).toMatch(/host key of 127\.0\.0\.1:\d+ does not match/);
+      expect(existsSync(join(sshd.dir, 'helper'))).toBe(false);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it('X3: a wrong user is refused with a clear error and nothing starts remotely', async () => {
+    await open({ username: 'tether-no-such-user' });
+    const err = await provider!
+      .spawnTerminal({ argv: ['bash'], ...grace(500), cols: 80, rows: 24 })
+      .catch((e: unknown) => e);
+    expect(codeOf(err)).toBe('PROVIDER_UNAVAILABLE');
+    expect((err as Error).message).toMatch(/user 'tether-no-such-user' was refused/);
+    expect(existsSync(join(sshd.dir, 'helper'))).toBe(false);
+  });
+
+  it('X3: sshd killed mid-job: the call in flight fails PROVIDER_LOST, the job re-attaches and reads on from its cursor', async () => {
+    const p = await open();
+    const stopFile = join(sshd.dir, 'stop');
+    // Ignores TERM, so a kill with a long grace stays in flight on the helper.
+    const script = `trap '' TERM; i=0; while [ ! -e ${stopFile} ]; do i=$((i+1)); echo $i; sleep 0.005; done; echo END`;
+    const job = await p.spawn({
+      argv: ['bash', '-c', script],
+      ...grace(60_000),
+      stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+    });
+    handles.push(job);
+    const out = lines(job.stdout!);
+    await out.until('20');
+    const inFlight = job.kill().catch((e: unknown) => e);
+    await pause(50); // let the request leave (the helper holds it for the 60 s grace either way)
+    for (const pid of sessionPids()) process.kill(pid, 'SIGKILL');
+    expect(codeOf(await inFlight)).toBe('PROVIDER_LOST');
+    // The provider reconnects by itself; the job goes on printing on the remote side.
+    const seen = Number(out.text.trim().split('\n').pop());
+    await out.until(String(seen + 50));
+    writeFileSync(stopFile, '');
+    await out.until('END');
+    const numbers = out.text.trim().split('\n').slice(0, -1).map(Number);
+    expect(numbers).toEqual(numbers.map((_, i) => i + 1)); // nothing lost, nothing doubled
+    expect(await job.exited).toEqual({ exitCode: 0, signal: null });
+  });
+
+  it('X3: sshd stopped (SIGSTOP) mid-send: the write fails PROVIDER_LOST within the keepalive bound; after SIGCONT the terminal works on', async () => {
+    const p = await open();
+    const t = await p.spawnTerminal({
+      argv: ['bash', '--norc', '--noprofile'],
+      ...grace(500),
+      cols: 80,
+      rows: 24,
+      env: { PS1: '$ ' },
+    });
+    handles.push(t);
+    let seen = '';
+    t.onData((text) => {
+      seen += text;
+    });
+    await t.write('stty -echo; cat > /dev/null\r');
+    for (const pid of sshd.sshdPids()) process.kill(pid, 'SIGSTOP');
+    // 32 MiB cannot pass the SSH window of a stopped server: only the keepalive can end it.
+    const big = t.write('x'.repeat(32 << 20));
+    expect(codeOf(await big.catch((e: unknown) => e))).toBe('PROVIDER_LOST');
+    for (const pid of sshd.sshdPids()) process.kill(pid, 'SIGCONT');
+    // Re-attached: the terminal is still the same shell.
+    await t.write('\x03');
+    await t.write('echo back-$((40+2))\r');
+    await until(
+      'the echo after reconnect',
+      () => seen,
+      (s) => s.includes('back-42'),
+    );
+    expect(p.workers).toBe(1);
+  });
+
+  it('X3: the helper killed: jobs end with the reason, their trees are killed when the host is reached again', async () => {
+    const p = await open();
+    const job = await p.spawn({
+      argv: ['bash', '-c', 'setsid sleep 1000 & echo ready; sleep 1000'],
+      ...grace(500),
+      stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+    });
+    await lines(job.stdout!).until('ready');
+    expect(listTaggedProcesses(job.treeId).length).toBe(2);
+    process.kill(daemonPid(), 'SIGKILL');
+    expect(await job.exited).toEqual({ exitCode: null, signal: null });
+    const err = await job.kill().catch((e: unknown) => e);
+    expect(codeOf(err)).toBe('PROVIDER_LOST');
+    expect((err as Error).message).toMatch(/helper on .* died/);
+    // The reconnect that found a new helper killed the old trees by their marker.
+    await until(
+      'the orphaned tree killed',
+      () => listTaggedProcesses(job.treeId),
+      (pids) => pids.length === 0,
+    );
+  });
+
+  it('X3: dispose never hangs on a stopped host; the helper kills the abandoned trees after lingerMs', async () => {
+    const p = await open({ lingerMs: 500 });
+    const job = await p.spawn({
+      argv: ['sleep', '1000'],
+      ...grace(500),
+      stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+    });
+    const daemon = daemonPid();
+    for (const pid of sshd.sshdPids()) process.kill(pid, 'SIGSTOP');
+    expect(codeOf(await job.kill().catch((e: unknown) => e))).toBe('PROVIDER_LOST');
+    await p.dispose();
+    expect(p.workers).toBe(0);
+    for (const pid of sshd.sshdPids()) process.kill(pid, 'SIGCONT');
+    await until(
+      'the abandoned tree killed',
+      () => listTaggedProcesses(job.treeId),
+      (pids) => pids.length === 0,
+    );
+    await until(
+      'the helper gone',
+      () => existsSync(`/proc/${daemon}`),
+      (alive) => !alive,
+    );
+  });
+});
