@@ -33,6 +33,14 @@ export type {
   JobSubscription,
   KillResult,
 } from './jobs/job-types.js';
+export type { FactLog, LogOption } from './observe/fact-log.js';
+export {
+  FACT_VERSION,
+  type Fact,
+  type FactBody,
+  type FactType,
+  type ObserveOptions,
+} from './observe/fact-types.js';
 export type { OwnerIdentity, OwnerLease } from './owners/owner-registry.js';
 export type { AgentOwnerToken } from './owners/owner-token.js';
 export {

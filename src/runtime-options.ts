@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
 import { assertArgument } from './errors.js';
+import type { LogOption } from './observe/fact-log.js';
 import { defaultStateDir } from './subprocess/containment/runtime-boundary.js';
 import type { EnvPolicy } from './subprocess/env.js';
 import type { SubprocessProvider } from './subprocess/types.js';
@@ -49,6 +50,11 @@ export interface RuntimeOptions {
   readonly inspect?: (event: InspectionEvent) => void;
   /** The model tools (`rt.tools`, `agent.tools`): `persistentBash`, `outputBudgetChars`. */
   readonly tools?: ToolRegistryOptions;
+  /**
+   * V1: write the fact stream to this JSONL file (truncated at start), or `{ path, inspection:
+   * true }` to add the inspection events. Format and drop policy: docs/FACTS.md.
+   */
+  readonly log?: LogOption;
   readonly limits?: {
     /** Characters of output kept in a shell result; default 30,000. */
     readonly outputCapChars?: number;
@@ -89,6 +95,7 @@ export interface ResolvedOptions {
   readonly env: EnvPolicy;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
   readonly tools: ToolRegistryOptions;
+  readonly log: LogOption | undefined;
   readonly outputCapChars: number;
   readonly cleanupGraceMs: number;
   readonly drainMs: number;
@@ -116,6 +123,7 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     env: options.env ?? {},
     inspect: options.inspect,
     tools: options.tools ?? {},
+    log: options.log,
     outputCapChars: limits.outputCapChars ?? 30_000,
     cleanupGraceMs: limits.cleanupGraceMs ?? 2_000,
     drainMs: limits.drainMs ?? 500,

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument } from '../errors.js';
+import type { FactSink } from '../observe/fact-types.js';
 import { OutputCapture } from '../output/output-capture.js';
 import type { SpillPool } from '../output/spill.js';
 import type { SpillRef, SpillRetention } from '../output/spill-retention.js';
@@ -26,6 +27,8 @@ export interface ShellDeps {
   readonly defaults: ShellDefaults;
   /** Aborted when the runtime is disposed: every running command is cancelled (D2). */
   readonly lifetime: AbortSignal;
+  /** V1: where background jobs report their tree kill's verdict. */
+  readonly facts?: FactSink;
 }
 
 // Aborting with a fixed reason: `abort()` alone builds a DOMException every call.

@@ -1,4 +1,5 @@
 import type { InspectionEvent } from 'xstate';
+import { type FactSink, NO_FACTS } from '../observe/fact-types.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { EnvPolicy } from '../subprocess/env.js';
@@ -37,6 +38,8 @@ export interface TerminalServiceOptions {
    */
   readonly identityEnv?: (owner: AgentOwnerToken) => Readonly<Record<string, string>>;
   readonly inspect?: (event: InspectionEvent) => void;
+  /** V1: where exits, kill verdicts and screens are reported. */
+  readonly facts?: FactSink;
 }
 
 /**
@@ -63,6 +66,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     retentionChars: options.retentionChars ?? 1_048_576,
     maxPerOwner: options.maxPerOwner ?? 8,
     inspect: options.inspect,
+    facts: options.facts ?? NO_FACTS,
     identityEnv: options.identityEnv ?? (() => ({})),
   });
   // The rc file exists from the first open until dispose.
