@@ -33,6 +33,9 @@ export type {
   JobSubscription,
   KillResult,
 } from './jobs/job-types.js';
+export { readFactLog } from './mirror/log-source.js';
+export { createMirror } from './mirror/mirror-server.js';
+export type { FactSource, Mirror, MirrorOptions } from './mirror/mirror-types.js';
 export type { FactLog, LogOption } from './observe/fact-log.js';
 export {
   FACT_VERSION,

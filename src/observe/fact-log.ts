@@ -13,6 +13,8 @@ export type LogOption =
       readonly path: string;
       /** Add the inspection events (`type: 'inspect'`); default false. */
       readonly inspection?: boolean;
+      /** Also sample job output tails and terminal screens twice a second (V3 replays show them). */
+      readonly samples?: boolean;
       /** Bytes waiting for the disk before facts are dropped; default {@link LOG_PENDING_BYTES}. */
       readonly maxPendingBytes?: number;
     };
@@ -39,11 +41,8 @@ export interface FactLog {
  * ```
  */
 export async function openFactLog(stream: FactStream, option: LogOption): Promise<FactLog> {
-  const {
-    path,
-    inspection,
-    maxPendingBytes = LOG_PENDING_BYTES,
-  } = typeof option === 'string' ? { path: option } : option;
+  const given: Exclude<LogOption, string> = typeof option === 'string' ? { path: option } : option;
+  const { path, inspection, samples, maxPendingBytes = LOG_PENDING_BYTES } = given;
   if (typeof path !== 'string' || path.length === 0)
     throw new TetherError(
       'INVALID_ARGUMENT',
@@ -70,7 +69,11 @@ export async function openFactLog(stream: FactStream, option: LogOption): Promis
     stream.emit({ type: 'log.dropped', dropped: count, firstSeq, lastSeq });
   });
   let total = 0;
-  const stop = stream.observe(write, { replay: true, inspection: inspection === true });
+  const stop = stream.observe(write, {
+    replay: true,
+    inspection: inspection === true,
+    samples: samples === true,
+  });
   let closing: Promise<void> | undefined;
   return {
     path,
