@@ -2,6 +2,8 @@
 export interface InspectedRef {
   readonly id?: string;
   readonly systemId?: string;
+  /** The options it was created with: `systemId` is known here before `systemId` is set. */
+  readonly options?: { readonly systemId?: string };
   readonly _parent?: InspectedRef;
   getSnapshot(): unknown;
 }
@@ -35,7 +37,9 @@ function deriveId(ref: InspectedRef): string {
   if (machine === 'job') return `job:${id}`;
   if (machine === 'agent') return `agent:${sessionOf(id.replace(/^agent:/, ''))}`;
   if (machine === 'router') return `router:${sessionOf(id.replace(/^router:/, ''))}`;
-  if (ref.systemId !== undefined) return ref.systemId;
+  // XState announces an actor (`@xstate.actor`) before it sets `systemId` from its options.
+  const systemId = ref.systemId ?? ref.options?.systemId;
+  if (systemId !== undefined) return systemId;
   const parent = ref._parent;
   return parent === undefined ? id : `${stableActorId(parent)}/${id}`;
 }
