@@ -59,8 +59,12 @@ function ownCgroup(): string | null {
     const line = readFileSync('/proc/self/cgroup', 'utf8')
       .split('\n')
       .find((l) => l.startsWith('0::'));
-    if (line === undefined) return null;
-    const dir = join('/sys/fs/cgroup', line.slice(3));
+    const mount = readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .map((l) => l.split(' '))
+      .find((f) => f.includes('cgroup2') && f[f.indexOf('-') + 1] === 'cgroup2');
+    if (line === undefined || mount === undefined || mount[3] !== '/') return null;
+    const dir = join(mount[4] ?? '', line.slice(3));
     readFileSync(join(dirname(dir), 'cgroup.procs'));
     return dir;
   } catch {
