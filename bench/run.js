@@ -3,12 +3,13 @@
 import { rows as agentRows } from './agents.js';
 import { rows as containmentRows } from './containment.js';
 import { rows as jobRows } from './jobs.js';
+import { rows as mirrorRows } from './mirror.js';
 import { rows as ptyRows } from './pty.js';
 import { rows as shellRows } from './shell.js';
 import { rows as terminalRows } from './terminals.js';
 
 const quick = process.env.TETHER_BENCH_QUICK === '1';
-const sections = [shellRows, jobRows, ptyRows, terminalRows, agentRows, containmentRows];
+const sections = [shellRows, jobRows, ptyRows, terminalRows, agentRows, containmentRows, mirrorRows];
 
 console.log('| benchmark | raw | tether | ratio | goal | note |');
 console.log('| --- | --- | --- | --- | --- | --- |');
