@@ -9,6 +9,7 @@ let position = 0;
 let follow = true;
 let scheduled = false;
 let playing = null;
+let drawnKey = null;
 
 const $ = (id) => document.getElementById(id);
 
@@ -345,8 +346,13 @@ function render() {
       ),
     ),
   );
+  // The diagrams are redrawn only when a live actor moved (they are the page's largest part).
   const at = liveStates(world);
-  $('machines').replaceChildren(...machines.map((m) => renderMachine(m, at)));
+  const key = JSON.stringify([...at]);
+  if (key !== drawnKey) {
+    drawnKey = key;
+    $('machines').replaceChildren(...machines.map((m) => renderMachine(m, at)));
+  }
   document.body.dataset.ready = String(mode !== 'connecting');
 }
 
@@ -359,6 +365,7 @@ function schedule() {
 
 async function start() {
   machines = await (await fetch('/machines.json')).json();
+  drawnKey = null;
   const events = new EventSource('/events');
   events.addEventListener('hello', (e) => {
     mode = JSON.parse(e.data).mode;
