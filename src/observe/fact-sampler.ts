@@ -32,11 +32,13 @@ export class FactSampler {
     return this.#timer === null ? 0 : 1;
   }
 
-  watch(actor: string, sample: Sample): () => void {
+  watch(actor: string, sample: Sample, final = false): () => void {
     const view = { sample, last: '' };
     this.#views.set(actor, view);
     return () => {
-      if (this.#views.get(actor) === view) this.#views.delete(actor);
+      if (this.#views.get(actor) !== view) return;
+      this.#views.delete(actor);
+      if (final && this.#timer !== null) this.#sample(view); // the last view: a terminal's final screen
     };
   }
 
@@ -60,18 +62,20 @@ export class FactSampler {
   }
 
   #tick(): void {
-    for (const view of this.#views.values()) {
-      Promise.resolve()
-        .then(view.sample)
-        .then(
-          (fact) => {
-            const key = JSON.stringify(fact);
-            if (key === view.last || this.#closed) return;
-            view.last = key;
-            this.#emit(fact);
-          },
-          () => {}, // a view that ended between ticks has nothing to show
-        );
-    }
+    for (const view of this.#views.values()) this.#sample(view);
+  }
+
+  #sample(view: { sample: Sample; last: string }): void {
+    Promise.resolve()
+      .then(view.sample)
+      .then(
+        (fact) => {
+          const key = JSON.stringify(fact);
+          if (key === view.last || this.#closed) return;
+          view.last = key;
+          this.#emit(fact);
+        },
+        () => {}, // a view that ended between ticks has nothing to show
+      );
   }
 }

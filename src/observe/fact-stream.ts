@@ -100,7 +100,7 @@ export function createFactStream(
   };
   const sampler = new FactSampler(emit);
   const derived = inspectionFacts(
-    { emit, watch: (actor, sample) => sampler.watch(actor, sample) },
+    { emit, watch: (actor, sample, final) => sampler.watch(actor, sample, final) },
     { wanted: () => inspecting > 0, emit: (body) => enqueue(stamp(body)) },
   );
   const { userInspect } = options;
@@ -108,7 +108,7 @@ export function createFactStream(
   return {
     runtimeId,
     emit,
-    watch: (actor, sample) => sampler.watch(actor, sample),
+    watch: (actor, sample, final) => sampler.watch(actor, sample, final),
     get timers() {
       return sampler.timers;
     },

@@ -133,9 +133,10 @@ export interface FactSink {
   emit(fact: FactBody): void;
   /**
    * Registers a read-only view of a live actor (a job's output tail, a terminal's screen) that
-   * the stream samples while an observer asked for samples; the returned function removes it.
+   * the stream samples while an observer asked for samples; the returned function removes it
+   * (with `final`, after one last sample: what a closed terminal showed last).
    */
-  watch(actor: string, sample: () => FactBody | Promise<FactBody>): () => void;
+  watch(actor: string, sample: () => FactBody | Promise<FactBody>, final?: boolean): () => void;
 }
 
 /** A sink that drops everything: what services use when nobody gave them one. */

@@ -107,7 +107,7 @@ export async function openTerminal(
   });
   record = opened;
   table.records.set(id, opened);
-  const unwatch = table.config.facts.watch(`terminal:${id}`, () => screenFact(opened));
+  const unwatch = table.config.facts.watch(`terminal:${id}`, () => screenFact(opened), true);
   void opened.closed.then(() => {
     unwatch();
     table.forget(opened);
