@@ -74,6 +74,22 @@ module.exports = {
       to: { path: '^src/', pathNot: '^src/(subprocess/|errors[.]ts$)' },
     },
     {
+      name: 'observe-is-a-leaf-the-services-emit-into',
+      comment:
+        'src/observe (V1: the fact stream and its log) is below the services: it imports only itself, the seam, errors and machines.',
+      severity: 'error',
+      from: { path: '^src/observe/' },
+      to: { path: '^src/', pathNot: '^src/(observe/|subprocess/|errors[.]ts$)' },
+    },
+    {
+      name: 'mirror-reads-facts-only',
+      comment:
+        'src/mirror (V2-V4) is an adapter over the fact stream: it imports observe, errors and itself, never a service or the root.',
+      severity: 'error',
+      from: { path: '^src/mirror/' },
+      to: { path: ['^src/(jobs|terminals|shell|owners|completions|output|tools|agents|adapters)/', ROOT] },
+    },
+    {
       name: 'no-circular',
       comment: 'No import cycles, type-only ones included.',
       severity: 'error',

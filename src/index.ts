@@ -33,6 +33,17 @@ export type {
   JobSubscription,
   KillResult,
 } from './jobs/job-types.js';
+export { readFactLog } from './mirror/log-source.js';
+export { createMirror } from './mirror/mirror-server.js';
+export type { FactSource, Mirror, MirrorOptions } from './mirror/mirror-types.js';
+export type { FactLog, LogOption } from './observe/fact-log.js';
+export {
+  FACT_VERSION,
+  type Fact,
+  type FactBody,
+  type FactType,
+  type ObserveOptions,
+} from './observe/fact-types.js';
 export type { OwnerIdentity, OwnerLease } from './owners/owner-registry.js';
 export type { AgentOwnerToken } from './owners/owner-token.js';
 export type { SandboxStats } from './placement/placement.js';

@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
 import { assertArgument } from './errors.js';
+import type { LogOption } from './observe/fact-log.js';
 import type { Policy } from './policy/policy-types.js';
 import type { IsolationMode, SandboxOptions } from './sandbox/sandbox-types.js';
 import { defaultStateDir } from './subprocess/containment/runtime-boundary.js';
@@ -64,6 +65,11 @@ export interface RuntimeOptions {
    * and escalation (A4) is denied.
    */
   readonly policy?: Policy;
+  /**
+   * V1: write the fact stream to this JSONL file (truncated at start), or `{ path, inspection:
+   * true }` to add the inspection events. Format and drop policy: docs/FACTS.md.
+   */
+  readonly log?: LogOption;
   readonly limits?: {
     /** Characters of output kept in a shell result; default 30,000. */
     readonly outputCapChars?: number;
@@ -107,6 +113,7 @@ export interface ResolvedOptions {
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
   readonly tools: ToolRegistryOptions;
   readonly policy: Policy | undefined;
+  readonly log: LogOption | undefined;
   readonly outputCapChars: number;
   readonly cleanupGraceMs: number;
   readonly drainMs: number;
@@ -137,6 +144,7 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     inspect: options.inspect,
     tools: options.tools ?? {},
     policy: options.policy,
+    log: options.log,
     outputCapChars: limits.outputCapChars ?? 30_000,
     cleanupGraceMs: limits.cleanupGraceMs ?? 2_000,
     drainMs: limits.drainMs ?? 500,

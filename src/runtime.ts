@@ -3,6 +3,10 @@ import type { AgentService, AgentServiceStats } from './agents/agent-types.js';
 import { assertArgument, TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
 import type { JobService, JobServiceStats } from './jobs/job-types.js';
+import { openFactLog } from './observe/fact-log.js';
+import { createFactStream } from './observe/fact-stream.js';
+import type { Fact, ObserveOptions } from './observe/fact-types.js';
+import { recoveryFact } from './observe/recovery-fact.js';
 import { createSpillPool } from './output/spill.js';
 import { createSpillRetention } from './output/spill-retention.js';
 import { identifiedJobSpec, ownerEnv, requestOwner, withIdentity, withOwner } from './owner-env.js';
@@ -113,6 +117,13 @@ export interface Runtime {
    * that died (SIGKILL, OOM) without `dispose` and had the same `stateDir`.
    */
   readonly recovered: readonly RecoveredRuntime[];
+  /**
+   * V1: every fact of this runtime as it happens (docs/FACTS.md): jobs, terminals, agents,
+   * notices, kill verdicts, recovery, the runtime's own lifecycle. Returns the unsubscribe.
+   * `{ replay: true }` first delivers the recent facts; `{ inspection: true }` adds the
+   * XState inspection events under stable actor ids.
+   */
+  observe(listener: (fact: Fact) => void, options?: ObserveOptions): () => void;
   /** D2: ends every process, timer and worker the runtime started. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -149,6 +160,11 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     spillRoot: opts.spillDir,
     graceMs: opts.cleanupGraceMs,
   });
+  const facts = createFactStream(opts.inspect ? { userInspect: opts.inspect } : {});
+  const log = opts.log === undefined ? null : await openFactLog(facts, opts.log);
+  const containment = opts.provider ? 'provider' : boundary.containment.mode;
+  facts.emit({ type: 'runtime.started', pid: process.pid, containment });
+  if (boundary.recovered.length > 0) facts.emit(recoveryFact(boundary.recovered));
   const spillRoot = opts.spillDir;
   const spillPool = boundary.spillDir === null ? null : createSpillPool({ dir: boundary.spillDir });
   const spills =
@@ -164,7 +180,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     maxRunningPerOwner: opts.maxJobsPerOwner,
     retentionChars: opts.jobRetentionChars,
     finishedRetentionCharsPerOwner: opts.finishedJobRetentionChars,
-    ...(opts.inspect ? { inspect: opts.inspect } : {}),
+    inspect: facts.inspect,
+    facts,
   });
   // The runtime owns every provider it was handed or made (S2, S5): dispose releases each.
   let current: SubprocessProvider =
@@ -194,7 +211,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     maxPerOwner: opts.maxTerminalsPerOwner,
     identityEnv: (owner) => envOf(owner),
     decide: policy.decide,
-    ...(opts.inspect ? { inspect: opts.inspect } : {}),
+    inspect: facts.inspect,
+    facts,
   });
   const inFlight = new Set<Promise<unknown>>();
   const lifetime = new AbortController();
@@ -240,6 +258,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     provider: (owner, req) => placement.providerFor(owner, { escalate: req.escalate !== undefined }),
     lifetime: lifetime.signal,
     decide: policy.decide,
+    facts,
     spillPool,
     spills,
     defaults: {
@@ -281,7 +300,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     quietWindowMs: opts.quietWindowMs,
     turnGraceMs: opts.turnGraceMs,
     tools: (owner) => bindTools(tools, owner),
-    ...(opts.inspect ? { inspect: opts.inspect } : {}),
+    inspect: facts.inspect,
   });
 
   return {
@@ -321,6 +340,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       },
       stats: () => agents.stats(),
     },
+    observe: (listener, options) => facts.observe(listener, options),
     stats() {
       const [j, t, a] = [jobs.stats(), terminals.stats(), agents.stats()];
       const providerWorkers = [...providers].reduce((n, p) => n + (p.workers ?? 0), 0);
@@ -330,7 +350,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         spills: { files: spills?.files ?? 0, bytes: spills?.bytes ?? 0 },
         processes: hasProcfs() ? listTaggedProcesses(treeIdPrefix()).length : null,
         workers: (spillPool?.threads ?? 0) + providerWorkers,
-        timers: j.timers + t.timers + a.timers,
+        timers: j.timers + t.timers + a.timers + facts.timers,
         waiters:
           j.waiters +
           j.starting +
@@ -371,6 +391,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     },
     dispose() {
       disposing ??= (async () => {
+        facts.emit({ type: 'runtime.disposing' });
         lifetime.abort(); // running one-shot commands are cancelled (D2)
         policy.dispose(); // pending approvals end (RUNTIME_DISPOSED): an ask never holds teardown
         await agents.dispose(); // D1 for every agent: owners retired, turns aborted, resources drained
@@ -389,6 +410,9 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         await spillPool?.destroy();
         spills?.removeAll(); // K4: unless kept, a spill does not outlive its runtime
         await boundary.close(); // the runtime's cgroup and ledger record go last
+        facts.emit({ type: 'runtime.disposed' });
+        facts.close();
+        await log?.close();
       })();
       return disposing;
     },

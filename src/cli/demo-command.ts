@@ -1,10 +1,10 @@
-import { createWriteStream } from 'node:fs';
-import type { InspectionEvent } from 'xstate';
+import { createMirror } from '../mirror/mirror-server.js';
 import { createRuntime } from '../runtime.js';
 import { parseCommandArgs } from './cli-args.js';
 import { runScenario } from './demo-scenario.js';
+import { mirrorAddress, untilSignal } from './mirror-cli.js';
 import { Timeline } from './timeline.js';
-import { DEMO_USAGE } from './usage.js';
+import { DEMO_USAGE, SERVE_USAGE } from './usage.js';
 import { versionLine } from './version.js';
 
 /**
@@ -13,25 +13,34 @@ import { versionLine } from './version.js';
  * `stdin_read`; completions (jobs, a terminal's exit) waking idle agents; teardown to
  * verified quiescence.
  */
-export async function demoCommand(args: readonly string[]): Promise<number> {
+export async function demoCommand(args: readonly string[], serveByDefault = false): Promise<number> {
   const { values } = parseCommandArgs(
-    'demo',
+    serveByDefault ? 'serve' : 'demo',
     args,
-    { inspect: { type: 'string', example: 'events.jsonl' } },
+    {
+      log: { type: 'string', example: 'run.jsonl' },
+      inspect: { type: 'string', example: 'events.jsonl' },
+      serve: { type: 'boolean' },
+      port: { type: 'string', example: '7077' },
+      host: { type: 'string', example: '127.0.0.1' },
+    },
     'none',
   );
   if (values.help || values.version) {
-    process.stdout.write(values.help ? DEMO_USAGE : versionLine());
+    process.stdout.write(values.help ? (serveByDefault ? SERVE_USAGE : DEMO_USAGE) : versionLine());
     return 0;
   }
+  const serve = serveByDefault || values.serve === true;
+  const mirrorAt = mirrorAddress(values, serveByDefault ? 'serve' : 'demo');
   const tl = new Timeline(process.stdout);
-  const inspectLog = values.inspect === undefined ? null : createWriteStream(values.inspect);
+  // V1: --inspect is the fact log with the inspection events under stable actor ids.
+  const logPath = values.inspect ?? values.log;
   const rt = await createRuntime({
     limits: { cleanupGraceMs: 500 },
-    ...(inspectLog
-      ? { inspect: (event: InspectionEvent) => inspectLog.write(`${inspectionLine(event)}\n`) }
-      : {}),
+    ...(logPath ? { log: { path: logPath, inspection: values.inspect !== undefined, samples: true } } : {}),
   });
+  const mirror = serve ? await createMirror(rt, mirrorAt) : null;
+  if (mirror) tl.say('mirror', `open ${mirror.url} (read-only; the code in it works once)`);
   tl.say(
     'runtime',
     'created: shell commands, background jobs, terminals (real PTYs, run in a worker thread), agents alice and bob',
@@ -45,7 +54,6 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
   } finally {
     tl.stopProgress();
     await rt.dispose();
-    if (inspectLog) await new Promise((resolve) => inspectLog.end(resolve));
   }
   const { processes, workers, timers, waiters, agents } = rt.stats();
   const quiet = processes === 0 && workers === 0 && timers === 0 && waiters === 0 && agents.turns === 0;
@@ -54,27 +62,12 @@ export async function demoCommand(args: readonly string[]): Promise<number> {
     `disposed: ${processes} processes alive, ${workers} worker threads, ${timers} timers, ` +
       `${waiters} waiters, ${agents.turns} turns → ${quiet ? 'verified quiescent (nothing the runtime started is left running or pending)' : 'NOT QUIESCENT'}`,
   );
-  if (inspectLog)
-    tl.say('runtime', `inspection events written to ${values.inspect} (one JSON object per line)`);
-  return quiet ? 0 : 1;
-}
-
-// Inspection events hold live actor references: keep what a viewer needs, nothing else (O1).
-function inspectionLine(event: InspectionEvent): string {
-  const line: Record<string, unknown> = { type: event.type, actor: actorName(event.actorRef) };
-  if ('event' in event) line.event = event.event;
-  if ('snapshot' in event) {
-    const snapshot = event.snapshot as { value?: unknown; status?: unknown };
-    line.value = snapshot.value;
-    line.status = snapshot.status;
+  if (logPath)
+    tl.say('runtime', `facts written to ${logPath} (JSONL, docs/FACTS.md); replay: tether view ${logPath}`);
+  if (mirror) {
+    tl.say('mirror', 'still showing the finished run; Ctrl-C stops it');
+    await untilSignal();
+    await mirror.close();
   }
-  const source = 'sourceRef' in event ? event.sourceRef : undefined;
-  if (source) line.source = actorName(source);
-  return JSON.stringify(line, (_key, value) => (typeof value === 'function' ? undefined : value));
-}
-
-// The readable system id where the actor has one (`tether.jobs`, `agent:alice:1`), else its session id.
-function actorName(ref: { readonly sessionId: string }): string {
-  const systemId = (ref as { readonly systemId?: unknown }).systemId;
-  return typeof systemId === 'string' ? systemId : ref.sessionId;
+  return quiet ? 0 : 1;
 }

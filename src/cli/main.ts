@@ -9,6 +9,10 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case 'demo':
       return (await import('./demo-command.js')).demoCommand(rest);
+    case 'serve':
+      return (await import('./demo-command.js')).demoCommand(rest, true);
+    case 'view':
+      return (await import('./view-command.js')).viewCommand(rest);
     case 'run':
       return (await import('./run-command.js')).runCommand(rest);
     case 'mcp':
@@ -29,7 +33,7 @@ async function main(argv: readonly string[]): Promise<number> {
       throw new UsageError(
         command.startsWith('-')
           ? `unknown option '${command}'; a command comes first: run, mcp or demo`
-          : `unknown command '${command}'; the commands are run, mcp and demo`,
+          : `unknown command '${command}'; the commands are run, mcp, reap, demo, serve and view`,
       );
   }
 }

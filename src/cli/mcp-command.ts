@@ -1,7 +1,9 @@
 import { serveMcpOverStdio } from '../adapters/mcp/mcp-stdio.js';
+import type { MirrorOptions } from '../mirror/mirror-types.js';
 import { MIN_OUTPUT_BUDGET_CHARS } from '../tools/tool-registry.js';
 import { parseCommandArgs } from './cli-args.js';
 import { refuseOverStdio } from './mcp-refusal.js';
+import { mirrorAddress } from './mirror-cli.js';
 import { approveFlag, sandboxFlag } from './sandbox-flag.js';
 import { UsageError } from './usage.js';
 import { packageVersion, versionLine } from './version.js';
@@ -29,6 +31,9 @@ Options:
                            elicit (ask the client's user via MCP elicitation; a client without
                            it gets a denial saying so), allow, or deny. Default: no policy
                            (every command runs; escalations are denied)
+  --serve                  also serve the read-only web mirror of this server's runtime (its
+                           jobs, terminals and diagrams, live); the URL is printed on stderr
+  --port <n>, --host <a>   the mirror's port (default: any free one) and address (127.0.0.1)
   -h, --help               this text
   --version                the version
 
@@ -45,6 +50,9 @@ const OPTIONS = {
   'output-budget': { type: 'string', example: '30000' },
   sandbox: { type: 'string', example: 'workspace-write' },
   approve: { type: 'string', example: 'elicit' },
+  serve: { type: 'boolean' },
+  port: { type: 'string', example: '7077' },
+  host: { type: 'string', example: '127.0.0.1' },
 } as const;
 
 /**
@@ -82,6 +90,7 @@ export async function mcpCommand(args: readonly string[]): Promise<number> {
       version: packageVersion(),
       runtime: { ...(flags.cwd !== undefined ? { cwd: flags.cwd } : {}), ...flags.sandbox },
       ...flags.approve,
+      ...(flags.mirror ? { mirror: flags.mirror } : {}),
       ...(flags.outputBudgetChars !== undefined ? { outputBudgetChars: flags.outputBudgetChars } : {}),
     });
     return clean ? 0 : 1;
@@ -98,6 +107,8 @@ interface McpFlags {
   readonly outputBudgetChars: number | undefined;
   readonly sandbox: ReturnType<typeof sandboxFlag>;
   readonly approve: ReturnType<typeof approveFlag>;
+  /** V2: `--serve` (with `--port`, `--host`): the read-only web mirror beside the server. */
+  readonly mirror: MirrorOptions | null;
 }
 
 function parseMcpFlags(args: readonly string[]): McpFlags {
@@ -125,6 +136,7 @@ function parseMcpFlags(args: readonly string[]): McpFlags {
     outputBudgetChars,
     sandbox: sandboxFlag(values.sandbox, 'mcp'),
     approve: approveFlag(values.approve),
+    mirror: values.serve === true ? mirrorAddress(values, 'mcp') : null,
   };
 }
 

@@ -32,7 +32,10 @@ Usage:
                                           timeout or Ctrl-C
   tether mcp [options]                    serve the tools to an MCP client over stdio
   tether reap [options]                   kill what crashed runtimes left (trees, cgroups, spills)
-  tether demo [--inspect <file>]          watch two agents use jobs, a terminal and wake-ups
+  tether demo [--serve] [--log <file>]    watch two agents use jobs, a terminal and wake-ups
+                                          (--serve: live in a browser, read-only)
+  tether serve [options]                  the demo with its read-only web mirror
+  tether view <file.jsonl>                replay a recorded log in the browser, offline
   tether --help | --version               this text | the version
 
 Every command takes --help and --version. Run 'tether <command> --help' for its options.
@@ -65,7 +68,7 @@ Exit status: the command's exit code; 124 on timeout; 130 on Ctrl-C (SIGINT), 14
 1 when it could not be started; 2 on a usage mistake.
 `;
 
-export const DEMO_USAGE = `Usage: tether demo [--inspect <file>]
+export const DEMO_USAGE = `Usage: tether demo [--serve] [--log <file>] [--inspect <file>]
 
 Two agents with scripted drivers show the runtime's guarantees on a live timeline:
 background jobs that succeed, fail and are killed; a terminal question answered once the
@@ -73,8 +76,14 @@ program is proven to wait on stdin; a completion that wakes an idle agent; and a
 that reports verified quiescence (no process, timer, turn or worker left).
 
 Options:
-  --inspect <file>  write every XState inspection event to <file>, one JSON object per line
-                    (offline: Stately's web inspector needs a network)
+  --log <file>      write the fact stream to <file> as JSONL (docs/FACTS.md); replay it with
+                    'tether view <file>'
+  --inspect <file>  the same log plus every XState inspection event under stable actor ids
+                    (job:<id>, terminal:<id>, agent:<session>)
+  --serve           also serve the read-only web mirror and print its URL (one-time code);
+                    it keeps showing the finished run until Ctrl-C
+  --port <n>        the mirror's port (default: any free one)
+  --host <addr>     the mirror's address (default 127.0.0.1: this machine only)
   -h, --help        this text
   --version         the version
 
@@ -96,4 +105,35 @@ Options:
 
 Exit status: 0 when everything was verified dead (or nothing was left); 1 when a process could
 not be killed; 2 on a usage error.
+`;
+
+export const SERVE_USAGE = `Usage: tether serve [--port <n>] [--host <addr>] [--log <file>]
+
+Runs the demo (tether demo --help) around a runtime with its read-only web mirror: agents
+with their phase and wake budget, every owner's jobs (state, exit code, duration, output
+tail), terminals (their screen), notices and kill verdicts, and every state machine drawn
+with each live actor's state marked. Open the printed URL once: its code becomes a session
+cookie. Nothing on the page can change the runtime. Ctrl-C stops it.
+
+Options:
+  --port <n>        port (default: any free one)
+  --host <addr>     address to bind (default 127.0.0.1: this machine only)
+  --log <file>      also write the facts to <file> as JSONL
+  --inspect <file>  the same log plus the XState inspection events
+  -h, --help        this text
+  --version         the version
+`;
+
+export const VIEW_USAGE = `Usage: tether view [--port <n>] [--host <addr>] <file.jsonl>
+
+Serves the mirror's page over a recorded fact log (tether demo --log, createRuntime({ log })):
+a timeline to scrub or play, the state of every agent, job and terminal at that moment, and
+the machine diagrams. Everything in a log is history: nothing is shown as controllable.
+Needs no network. Open the printed URL once; Ctrl-C stops it.
+
+Options:
+  --port <n>        port (default: any free one)
+  --host <addr>     address to bind (default 127.0.0.1)
+  -h, --help        this text
+  --version         the version
 `;

@@ -2,6 +2,7 @@ import type { ActorRefFrom } from 'xstate';
 import type { jobMachine } from '../../machines/job.js';
 import { CompletionHub } from '../completions/completion-hub.js';
 import { TetherError } from '../errors.js';
+import { type FactBody, NO_FACTS, OUTPUT_TAIL_CHARS } from '../observe/fact-types.js';
 import { RetainedOutput } from '../output/retained-output.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import {
@@ -57,6 +58,14 @@ export function createJobService(options: JobServiceOptions): JobService {
   );
   const now = options.now ?? Date.now;
   const onError = options.onError ?? warnJobError;
+  const facts = options.facts ?? NO_FACTS;
+  const unwatch = new Map<string, () => void>();
+  const tailFact = (record: JobRecord): FactBody => ({
+    type: 'job.output',
+    actor: `job:${record.id}`,
+    tail: record.output.peekTail(OUTPUT_TAIL_CHARS),
+    end: record.output.end,
+  });
 
   const records = new Map<string, JobRecord>();
   const starts = new StartsInFlight();
@@ -86,6 +95,9 @@ export function createJobService(options: JobServiceOptions): JobService {
         record.output.close();
         record.markSettled();
         keepFinishedWithinBudget(record);
+        unwatch.get(jobId)?.();
+        unwatch.delete(jobId);
+        facts.emit(tailFact(record)); // V1: the final tail, also for a replay (V3)
         hub.publish(record.ownerKey, infoOf(record));
       },
       now,
@@ -140,6 +152,13 @@ export function createJobService(options: JobServiceOptions): JobService {
     }
     const record = createJobRecord(id, ownerKey, hooks, output);
     records.set(id, record);
+    unwatch.set(
+      id,
+      facts.watch(`job:${id}`, () => {
+        pull(record);
+        return tailFact(record);
+      }),
+    );
     system.send({
       type: 'REGISTER',
       job: { jobId: id, ownerKey, kind: spec.kind, label: spec.label, startedAt: now() },

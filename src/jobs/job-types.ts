@@ -2,6 +2,7 @@ import type { InspectionEvent } from 'xstate';
 import type { JobInfo } from '../../machines/facts.js';
 import type { JobExit } from '../../machines/job.js';
 import type { CompletionSubscription } from '../completions/completion-hub.js';
+import type { FactSink } from '../observe/fact-types.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 
@@ -151,6 +152,8 @@ export interface JobServiceOptions {
   readonly finishedRetentionCharsPerOwner?: number;
   /** XState inspector for the job actor system. */
   readonly inspect?: (event: InspectionEvent) => void;
+  /** V1/V2: where each job's output tail is offered to observers. */
+  readonly facts?: FactSink;
   /** Listener and producer hook failures (default: a process warning). */
   readonly onError?: JobErrorReporter;
   /** Wall clock for `startedAt`/`endedAt` (default `Date.now`). */

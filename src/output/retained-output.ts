@@ -84,6 +84,16 @@ export class RetainedOutput {
     this.#closed = true;
   }
 
+  /** The last `chars` retained characters, consuming nothing (an observer's view, V2). */
+  peekTail(chars: number): string {
+    let tail = '';
+    for (let i = this.#chunks.length - 1; i >= this.#first && tail.length < chars; i--) {
+      const chunk = this.#chunks[i]!;
+      tail = (i === this.#first ? chunk.slice(this.#head) : chunk) + tail;
+    }
+    return tail.length > chars ? tail.slice(-chars) : tail;
+  }
+
   /** Reads up to `maxChars` from `cursor` under the cursor rule above; consumes what it returns. */
   read(cursor: number, maxChars: number): OutputPage {
     if (cursor > this.#end) {

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument } from '../errors.js';
 import type { JobExit, JobHooks, JobInfo, JobRunContext, JobService, JobSpec } from '../jobs/job-types.js';
+import { verdictFact } from '../observe/verdict-fact.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import { signalProcessGroup } from '../subprocess/identity.js';
 import type { SubprocessHandle } from '../subprocess/types.js';
@@ -114,6 +115,7 @@ function track(child: SubprocessHandle, ctx: JobRunContext, deps: ShellDeps, tim
     const drained = await closedWithin(closed, deps.defaults.drainMs);
     stop.abort();
     const verdict = await child.kill(); // orphans of a finished job are swept too
+    deps.facts?.emit(verdictFact(`job:${ctx.jobId}`, verdict)); // V1
     if (!drained) for (const s of streams) s.destroy();
     await cancelling;
     const notes = [

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument, TetherError } from '../errors.js';
+import type { FactSink } from '../observe/fact-types.js';
 import { OutputCapture } from '../output/output-capture.js';
 import type { SpillPool } from '../output/spill.js';
 import type { SpillRef, SpillRetention } from '../output/spill-retention.js';
@@ -34,6 +35,8 @@ export interface ShellDeps {
   readonly lifetime: AbortSignal;
   /** A1: the policy step, called before anything starts; none: everything is allowed. */
   readonly decide?: PolicyStep;
+  /** V1: where background jobs report their tree kill's verdict. */
+  readonly facts?: FactSink;
 }
 
 // Aborting with a fixed reason: `abort()` alone builds a DOMException every call.

@@ -1,4 +1,5 @@
 import xterm from '@xterm/headless';
+import type { FactBody } from '../observe/fact-types.js';
 
 /** A terminal's screen as a person would see it: text rows, no escape sequences. */
 export interface TerminalScreen {
@@ -72,4 +73,22 @@ export async function renderScreen(raw: string, cols: number, rows: number): Pro
   } finally {
     terminal.dispose();
   }
+}
+
+/**
+ * V2: a terminal's screen as a `terminal.screen` fact (what the mirror shows).
+ *
+ * @example
+ * ```ts
+ * facts.watch(`terminal:${record.id}`, () => screenFact(record));
+ * ```
+ */
+export async function screenFact(record: {
+  readonly id: string;
+  readonly screenTail: ScreenTail;
+  readonly spec: { readonly cols: number; readonly rows: number };
+}): Promise<FactBody> {
+  const { cols, rows } = record.spec;
+  const screen = await renderScreen(record.screenTail.text(), cols, rows);
+  return { type: 'terminal.screen', actor: `terminal:${record.id}`, text: screen.text, cols, rows };
 }

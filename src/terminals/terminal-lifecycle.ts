@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { createActor, fromPromise } from 'xstate';
 import { terminalMachine } from '../../machines/terminal.js';
 import { assertArgument, TetherError } from '../errors.js';
+import { verdictFact } from '../observe/verdict-fact.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { TerminalHandle } from '../subprocess/types.js';
+import { screenFact } from './screen.js';
 import { TerminalRecord } from './terminal-record.js';
 import { openSpec } from './terminal-spec.js';
 import type { TerminalTable } from './terminal-table.js';
@@ -69,6 +71,7 @@ export async function openTerminal(
   let record: TerminalRecord | undefined;
   const closer = fromPromise<void, { readonly terminalId: string }>(async () => {
     const verdict = await record!.pty.kill();
+    table.config.facts.emit(verdictFact(`terminal:${id}`, verdict)); // V1
     if (verdict.status !== 'quiescent') {
       process.emitWarning(
         `tether: terminal ${id} left processes it could not kill: ${verdict.escaped.join(', ')}`,
@@ -104,7 +107,11 @@ export async function openTerminal(
   });
   record = opened;
   table.records.set(id, opened);
-  void opened.closed.then(() => table.forget(opened));
+  const unwatch = table.config.facts.watch(`terminal:${id}`, () => screenFact(opened), true);
+  void opened.closed.then(() => {
+    unwatch();
+    table.forget(opened);
+  });
   actor.send({ type: 'OPENED' });
   table.watchExit(opened);
   return opened.info();

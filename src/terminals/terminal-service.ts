@@ -1,4 +1,5 @@
 import type { InspectionEvent } from 'xstate';
+import { type FactSink, NO_FACTS } from '../observe/fact-types.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { PolicyStep } from '../policy/policy-types.js';
@@ -42,6 +43,8 @@ export interface TerminalServiceOptions {
    * `send` (raw input) before anything happens; none: everything is allowed.
    */
   readonly decide?: PolicyStep;
+  /** V1: where exits, kill verdicts and screens are reported. */
+  readonly facts?: FactSink;
 }
 
 /**
@@ -68,6 +71,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     retentionChars: options.retentionChars ?? 1_048_576,
     maxPerOwner: options.maxPerOwner ?? 8,
     inspect: options.inspect,
+    facts: options.facts ?? NO_FACTS,
     identityEnv: options.identityEnv ?? (() => ({})),
     decide: options.decide,
   });

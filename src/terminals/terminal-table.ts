@@ -1,6 +1,7 @@
 import type { InspectionEvent } from 'xstate';
 import { CompletionHub } from '../completions/completion-hub.js';
 import { assertArgument, TetherError } from '../errors.js';
+import type { FactSink } from '../observe/fact-types.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import type { PolicyStep } from '../policy/policy-types.js';
@@ -20,6 +21,8 @@ export interface TerminalTableConfig {
   readonly retentionChars: number;
   readonly maxPerOwner: number;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
+  /** V1: where exits, kill verdicts and screens are reported. */
+  readonly facts: FactSink;
   /** The identity overlay of an owner's shells (S3: session and agent ids), applied last. */
   readonly identityEnv: (owner: AgentOwnerToken) => Readonly<Record<string, string>>;
   /** A1: the policy step that judges open, execute and send first; none: everything is allowed. */
@@ -141,6 +144,7 @@ export class TerminalTable {
       if (record.actor.getSnapshot().can({ type: 'SESSION_EXIT' })) {
         const { id, shell, cwd, pid, openedAt } = record.info();
         record.exit = { id, shell, cwd, pid, openedAt, endedAt: Date.now(), exitCode, signal, reason };
+        this.config.facts.emit({ type: 'terminal.exited', actor: `terminal:${id}`, exitCode, signal });
       }
       record.actor.send({ type: 'SESSION_EXIT' });
     });

@@ -10,7 +10,7 @@ const dir = mkdtempSync(join(tmpdir(), 'tether-demo-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('tether demo', () => {
-  it('W1, W3, T6, J7, D2: shows every guarantee once and ends verified quiescent; --inspect writes JSONL', () => {
+  it('W1, W3, T6, J7, D2, V1: shows every guarantee once and ends verified quiescent; --inspect writes the JSONL fact log', () => {
     const log = join(dir, 'inspect.jsonl');
     const r = spawnSync(process.execPath, [cli, 'demo', '--inspect', log], {
       encoding: 'utf8',
@@ -38,8 +38,11 @@ describe('tether demo', () => {
       .split('\n')
       .map((line) => JSON.parse(line) as { actor: string; type: string });
     const actors = new Set(events.map((e) => e.actor));
-    for (const id of ['tether.jobs', 'tether.agents', 'agent:alice:1', 'router:bob:2'])
+    for (const id of ['tether.jobs', 'tether.agents', 'agent:alice', 'router:bob'])
       expect(actors).toContain(id);
+    // V1: stable ids only, never XState's per-process session ids; every line has a timestamp.
+    for (const id of actors) if (id !== undefined) expect(id).not.toMatch(/^x:\d+/);
+    expect(events.every((e) => typeof (e as { ts?: unknown }).ts === 'number')).toBe(true);
     expect(readFileSync(log, 'utf8')).not.toMatch(/AgentOwnerToken/); // O1: tokens never in events
   });
 

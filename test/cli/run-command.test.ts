@@ -165,7 +165,11 @@ describe('tether run: a transparent runner', () => {
 
 describe('tether CLI usage', () => {
   it.each([
-    [['bogus'], "tether: unknown command 'bogus'; the commands are run, mcp and demo", 'tether --help'],
+    [
+      ['bogus'],
+      "tether: unknown command 'bogus'; the commands are run, mcp, reap, demo, serve and view",
+      'tether --help',
+    ],
     [['--nope'], "tether: unknown option '--nope'", 'tether --help'],
     [['run'], 'tether run: needs a command', 'tether run --help'],
     [

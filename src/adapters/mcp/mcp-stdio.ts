@@ -1,6 +1,8 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createMirror } from '../../mirror/mirror-server.js';
+import type { MirrorOptions } from '../../mirror/mirror-types.js';
 import { createRuntime } from '../../runtime.js';
 import type { RuntimeOptions } from '../../runtime-options.js';
 import { bindTools, createToolRegistry, DEFAULT_OUTPUT_BUDGET_CHARS } from '../../tools/tool-registry.js';
@@ -19,6 +21,8 @@ export interface McpStdioOptions {
    * replaces `runtime.policy`. Default: none (no policy; escalations are denied).
    */
   readonly approve?: McpApproveMode;
+  /** V2: also serve the read-only web mirror of this runtime; its URL goes to `log`. */
+  readonly mirror?: MirrorOptions;
   /** Reported to the client as the server's version. */
   readonly version?: string;
   /** Protocol in; default `process.stdin`. */
@@ -56,6 +60,8 @@ export async function serveMcpOverStdio(options: McpStdioOptions = {}): Promise<
     ...options.runtime,
     ...(options.approve !== undefined ? { policy: mcpPolicy(options.approve, () => connection) } : {}),
   });
+  const mirror = options.mirror ? await createMirror(rt, options.mirror) : null;
+  if (mirror) log(`tether mcp: read-only mirror at ${mirror.url} (the code in it works once)`);
   const lease = rt.owners.host();
   const registry = createToolRegistry(rt, {
     outputBudgetChars,
@@ -103,6 +109,7 @@ export async function serveMcpOverStdio(options: McpStdioOptions = {}): Promise<
     steps.push(await step(log, 'closing terminals', () => rt.terminals.drainOwner(lease.token)));
     steps.push(await step(log, 'stopping jobs', () => rt.jobs.drainOwner(lease.token)));
     steps.push(await step(log, 'disposing the runtime', () => rt.dispose()));
+    if (mirror) steps.push(await step(log, 'closing the mirror', () => mirror.close()));
     input.off('end', onEnd);
     input.off('close', onEnd);
     output.off('error', onOutputError);

@@ -1,0 +1,64 @@
+/** What inspection events tell of an actor (XState's `ActorRefLike` plus its internals). */
+export interface InspectedRef {
+  readonly id?: string;
+  readonly systemId?: string;
+  /** The options it was created with: `systemId` is known here before `systemId` is set. */
+  readonly options?: { readonly systemId?: string };
+  readonly _parent?: InspectedRef;
+  getSnapshot(): unknown;
+}
+
+const cache = new WeakMap<object, string>();
+
+/**
+ * V1: the stable id of an actor of the runtime's systems, derived from what it is rather than
+ * from XState's per-process session ids (`x:3`): `job:<jobId>`, `terminal:<terminalId>`,
+ * `agent:<sessionId>`, `router:<sessionId>`, the registries' system ids (`tether.jobs`,
+ * `tether.agents`), and `<parent id>/<child id>` for an invoked helper (`job:job_x/producer`).
+ *
+ * @example
+ * ```ts
+ * stableActorId(event.actorRef); // 'job:job_Xb3k9QpL2vTz'
+ * ```
+ */
+export function stableActorId(ref: InspectedRef): string {
+  const known = cache.get(ref);
+  if (known !== undefined) return known;
+  const id = deriveId(ref);
+  cache.set(ref, id);
+  return id;
+}
+
+// From the ids the registries give their children (a job's id is its job id, an agent's its
+// publication `agent:<sessionId>:<n>`, a router's `router:<sessionId>:<n>`): known at creation.
+function deriveId(ref: InspectedRef): string {
+  const machine = machineIdOf(ref);
+  const id = String(ref.id);
+  if (machine === 'job') return `job:${id}`;
+  if (machine === 'agent') return `agent:${sessionOf(id.replace(/^agent:/, ''))}`;
+  if (machine === 'router') return `router:${sessionOf(id.replace(/^router:/, ''))}`;
+  // XState announces an actor (`@xstate.actor`) before it sets `systemId` from its options.
+  const systemId = ref.systemId ?? ref.options?.systemId;
+  if (systemId !== undefined) return systemId;
+  const parent = ref._parent;
+  return parent === undefined ? id : `${stableActorId(parent)}/${id}`;
+}
+
+// `<sessionId>:<n>` → `<sessionId>`.
+function sessionOf(publication: string): string {
+  return publication.replace(/:\d+$/, '');
+}
+
+/**
+ * The `id` of the machine an actor runs (`job`, `terminal`, `agent`, `router`, `jobs`,
+ * `agents`), or undefined for promise and callback actors.
+ *
+ * @example
+ * ```ts
+ * machineIdOf(jobActor); // 'job'
+ * ```
+ */
+export function machineIdOf(ref: InspectedRef): string | undefined {
+  const logic = (ref as { logic?: { id?: unknown; config?: unknown } }).logic;
+  return logic?.config !== undefined && typeof logic.id === 'string' ? logic.id : undefined;
+}
