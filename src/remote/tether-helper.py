@@ -233,6 +233,7 @@ class Daemon:
         self.linger = 300.0
         self.said_bye = False
         self.lingered = False
+        self.had_client = False
         self.tasks = []  # [wake time, generator, on_done]: kills in progress
         self.alone_since = time.monotonic()
         try:
@@ -258,7 +259,8 @@ class Daemon:
         while True:
             busy = self.clients or any(j.exit is None for j in self.jobs.values())
             idle = time.monotonic() - self.alone_since
-            if not self.clients and not self.jobs and not self.tasks and (self.said_bye or idle > 5 or self.lingered):
+            # Nothing left to keep: no client, no tree, no kill in progress (the first client gets 5 s to come).
+            if not self.clients and not self.jobs and not self.tasks and (self.had_client or idle > 5):
                 return
             if not self.clients and time.monotonic() - self.alone_since > self.linger and not self.lingered:
                 self.lingered = True  # nobody came back: the trees die, then the daemon ends
@@ -281,6 +283,7 @@ class Daemon:
             conn, _ = self.listener.accept()
             conn.setblocking(False)
             self.clients[conn] = [bytearray(), bytearray()]
+            self.had_client = True
             self.sel.register(conn, selectors.EVENT_READ, ('client', conn))
         elif kind == 'client':
             self.on_client(obj, mask)

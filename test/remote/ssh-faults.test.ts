@@ -55,6 +55,18 @@ describe('ssh provider faults (X3)', () => {
     for (const h of handles.splice(0)) await h.kill().catch(() => {});
     await provider?.dispose();
     provider = null;
+    // After the goodbye the helper ends by itself (its trees released or killed).
+    const pidFile = join(sshd.dir, 'helper', 'helper.pid');
+    if (existsSync(pidFile)) {
+      const helper = Number(readFileSync(pidFile, 'utf8'));
+      await until(
+        'the helper exits after dispose',
+        () =>
+          existsSync(`/proc/${helper}/cmdline`) &&
+          readFileSync(`/proc/${helper}/cmdline`, 'utf8').includes('tether-helper'),
+        (alive) => !alive,
+      );
+    }
     await sshd.stop();
   });
 
