@@ -15,9 +15,14 @@ import { rows as terminalRows } from './terminals.js';
 const quick = process.env.TETHER_BENCH_QUICK === '1';
 const sections = [shellRows, jobRows, ptyRows, stallRows, terminalRows, agentRows, containmentRows];
 
-const load = () => loadavg().map((x) => x.toFixed(2)).join(' / ');
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' / ');
 checkLoad('at the start');
-console.log(`Node ${process.version}, ${cpus().length} cores; load average (1/5/15 min) at the start: ${load()}`);
+console.log(
+  `Node ${process.version}, ${cpus().length} cores; load average (1/5/15 min) at the start: ${load()}`,
+);
 console.log('');
 console.log('| benchmark | raw | tether | ratio | goal | note |');
 console.log('| --- | --- | --- | --- | --- | --- |');

@@ -73,14 +73,19 @@ export async function benchFlood(rt, rtNoSpill, bytes, scratch, runs) {
   });
 }
 
-export async function runShellBenchmarks({ sizes = [256 * 2 ** 20, 2 ** 30], iterations = 200, runs = 5 } = {}) {
+export async function runShellBenchmarks({
+  sizes = [256 * 2 ** 20, 2 ** 30],
+  iterations = 200,
+  runs = 5,
+} = {}) {
   const spillDir = join(tmpdir(), `tether-bench-${process.pid}`);
   const rt = await createRuntime({ spillDir });
   const rtNoSpill = await createRuntime({ spillDir: false });
   try {
     const latency = await benchLatency(rt, iterations);
     const floods = [];
-    for (const bytes of sizes) floods.push({ bytes, ...(await benchFlood(rt, rtNoSpill, bytes, tmpdir(), runs)) });
+    for (const bytes of sizes)
+      floods.push({ bytes, ...(await benchFlood(rt, rtNoSpill, bytes, tmpdir(), runs)) });
     return { latency, floods };
   } finally {
     await rt.dispose();

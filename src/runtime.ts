@@ -130,7 +130,10 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     graceMs: opts.cleanupGraceMs,
   });
   const spillRoot = opts.spillDir;
-  const spillPool = boundary.spillDir === null ? null : createSpillPool({ dir: boundary.spillDir });
+  const spillPool =
+    boundary.spillDir === null
+      ? null
+      : createSpillPool({ dir: boundary.spillDir, durable: opts.spillDurable });
   const spills =
     boundary.spillDir === null || spillRoot === false
       ? null

@@ -169,7 +169,8 @@ function concatBalanced(parts: string[]): string {
   let level = parts;
   while (level.length > 1) {
     const next: string[] = [];
-    for (let i = 0; i < level.length; i += 2) next.push(i + 1 < level.length ? level[i]! + level[i + 1]! : level[i]!);
+    for (let i = 0; i < level.length; i += 2)
+      next.push(i + 1 < level.length ? level[i]! + level[i + 1]! : level[i]!);
     level = next;
   }
   return level[0]!;
