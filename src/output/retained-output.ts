@@ -136,6 +136,8 @@ export class RetainedOutput {
       this.#head += step;
       this.#start += step;
       if (this.#head === chunk.length) {
+        // Unreferenced at once: a consumed slot must not keep its chunk alive until #compact.
+        this.#chunks[this.#first] = '';
         this.#first++;
         this.#head = 0;
       }
