@@ -1,7 +1,7 @@
 // P1 and P2 (shell part): rt.shell.run against the raw baseline in the same run, as ratios.
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,11 +27,17 @@ function rawRun(command) {
 
 // The same work as a spilling run, by hand: pipe read, every byte to a file (no fsync: what a
 // spill that is complete-or-absent through its rename needs, see the G matrix in the README).
-async function rawRunToFile(command, path) {
+// With `sync`, the file is fsynced before it counts as written (what `spill: { durable: true }` does).
+async function rawRunToFile(command, path, sync = false) {
   const file = createWriteStream(path);
   const child = spawn('/bin/bash', ['-c', command], { stdio: ['ignore', 'pipe', 'inherit'] });
   child.stdout.pipe(file);
   await new Promise((resolve) => file.on('finish', resolve));
+  if (sync) {
+    const handle = await open(path, 'r+');
+    await handle.sync();
+    await handle.close();
+  }
   await rm(path);
 }
 
@@ -59,15 +65,19 @@ export async function benchLatency(rt, iterations = 200) {
  * times each, interleaved. Spill on is compared with the pipe-to-file run, spill off with the
  * pipe read alone: each against a baseline doing the same work.
  */
-export async function benchFlood(rt, rtNoSpill, bytes, scratch, runs) {
+export async function benchFlood(rt, rtNoSpill, rtDurable, bytes, scratch, runs) {
   const command = `head -c ${bytes} /dev/zero`;
+  const rawFile = join(scratch, `tether-bench-raw-${process.pid}.out`);
+  const spilling = (runtime) => async () => {
+    const result = await runtime.shell.run({ command });
+    if (result.spillPath) await rm(result.spillPath, { force: true });
+    return result;
+  };
   return interleaved(runs, bytes, {
-    rawToFile: () => rawRunToFile(command, join(scratch, `tether-bench-raw-${process.pid}.out`)),
-    tether: async () => {
-      const result = await rt.shell.run({ command });
-      if (result.spillPath) await rm(result.spillPath, { force: true });
-      return result;
-    },
+    rawToFile: () => rawRunToFile(command, rawFile),
+    tether: spilling(rt),
+    rawToFileSync: () => rawRunToFile(command, rawFile, true),
+    tetherDurable: spilling(rtDurable),
     raw: () => rawRun(command),
     tetherNoSpill: () => rtNoSpill.shell.run({ command }),
   });
@@ -81,15 +91,17 @@ export async function runShellBenchmarks({
   const spillDir = join(tmpdir(), `tether-bench-${process.pid}`);
   const rt = await createRuntime({ spillDir });
   const rtNoSpill = await createRuntime({ spillDir: false });
+  const rtDurable = await createRuntime({ spillDir, spill: { durable: true } });
   try {
     const latency = await benchLatency(rt, iterations);
     const floods = [];
     for (const bytes of sizes)
-      floods.push({ bytes, ...(await benchFlood(rt, rtNoSpill, bytes, tmpdir(), runs)) });
+      floods.push({ bytes, ...(await benchFlood(rt, rtNoSpill, rtDurable, bytes, tmpdir(), runs)) });
     return { latency, floods };
   } finally {
     await rt.dispose();
     await rtNoSpill.dispose();
+    await rtDurable.dispose();
     await rm(spillDir, { recursive: true, force: true });
   }
 }
@@ -114,7 +126,7 @@ export async function rows(quick) {
       `execa ${fmt(latency.execa)} ms; load ${fmt(load)}`,
     ],
   ];
-  for (const { bytes, raw, rawToFile, tether, tetherNoSpill } of floods) {
+  for (const { bytes, raw, rawToFile, tether, tetherNoSpill, rawToFileSync, tetherDurable } of floods) {
     const n = raw.length;
     out.push(
       [
@@ -124,6 +136,14 @@ export async function rows(quick) {
         ratioSpread(mbps(tether), mbps(rawToFile)),
         '≥ 0.9× raw',
         'raw = pipe read written to a file, no fsync',
+      ],
+      [
+        `P2 shell.run ${mib(bytes)} MB/s, spill: { durable: true }`,
+        spread(mbps(rawToFileSync)),
+        spread(mbps(tetherDurable)),
+        ratioSpread(mbps(tetherDurable), mbps(rawToFileSync)),
+        '≥ 0.9× raw',
+        'raw = pipe read written to a file, then fsync',
       ],
       [
         `P2 shell.run ${mib(bytes)} MB/s, spill off`,
