@@ -57,7 +57,7 @@ export async function rows(quick) {
       spread(mbps(all[page])),
       ratioSpread(mbps(all[page]), mbps(all.raw)),
       '≥ 0.9× raw',
-      `raw = pipe read with setEncoding('utf8'); chars read ${median(all[page].map((m) => m.result.chars))}, dropped ${Math.max(...all[page].map((m) => m.result.dropped))}`,
+      `raw = pipe read with setEncoding('utf8'); this process's CPU ms (median): raw ${median(all.raw.map((m) => m.cpuMs)).toFixed(0)}, tether ${median(all[page].map((m) => m.cpuMs)).toFixed(0)}; chars read ${median(all[page].map((m) => m.result.chars))}, dropped ${Math.max(...all[page].map((m) => m.result.dropped))}`,
     ]);
     const jobRuns = PAGE_SIZES.flatMap((page) => all[page]);
     out.push(

@@ -3,7 +3,9 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /**
  * Runs `run` once and measures it the way every flood benchmark here does: MB/s of `bytes`,
- * peak RSS growth (sampled every 20 ms) and the main event loop's p99 and max delay.
+ * peak RSS growth (sampled every 20 ms), the main event loop's p99 and max delay, and the CPU
+ * time this process spent (every thread, user + system): on a loaded machine wall time swings
+ * with the scheduler, CPU time per byte much less.
  */
 export async function measureFlood(run, bytes) {
   const delay = monitorEventLoopDelay({ resolution: 1 });
@@ -13,11 +15,14 @@ export async function measureFlood(run, bytes) {
     peak = Math.max(peak, process.memoryUsage().rss);
   }, 20);
   delay.enable();
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   try {
     const result = await run();
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
     return {
+      cpuMs: (cpu.user + cpu.system) / 1000,
       result,
       mbps: bytes / 1e6 / seconds,
       rssGrowthMiB: (peak - rss0) / 2 ** 20,

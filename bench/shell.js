@@ -109,6 +109,7 @@ export async function runShellBenchmarks({
 const fmt = (x, digits = 2) => x.toFixed(digits);
 const mib = (bytes) => (bytes >= 2 ** 30 ? `${bytes / 2 ** 30} GiB` : `${bytes / 2 ** 20} MiB`);
 const mbps = (list) => list.map((m) => m.mbps);
+const cpu = (list) => median(list.map((m) => m.cpuMs)).toFixed(0);
 
 /** Table rows for bench/run.js: [benchmark, raw, tether, ratio, goal, note]. */
 export async function rows(quick) {
@@ -135,7 +136,7 @@ export async function rows(quick) {
         spread(mbps(tether)),
         ratioSpread(mbps(tether), mbps(rawToFile)),
         '≥ 0.9× raw',
-        'raw = pipe read written to a file, no fsync',
+        `raw = pipe read written to a file, no fsync; CPU ms (median) raw ${cpu(rawToFile)}, tether ${cpu(tether)}`,
       ],
       [
         `P2 shell.run ${mib(bytes)} MB/s, spill: { durable: true }`,
@@ -143,7 +144,7 @@ export async function rows(quick) {
         spread(mbps(tetherDurable)),
         ratioSpread(mbps(tetherDurable), mbps(rawToFileSync)),
         '≥ 0.9× raw',
-        'raw = pipe read written to a file, then fsync',
+        `raw = pipe read written to a file, then fsync; CPU ms (median) raw ${cpu(rawToFileSync)}, tether ${cpu(tetherDurable)}`,
       ],
       [
         `P2 shell.run ${mib(bytes)} MB/s, spill off`,
@@ -151,7 +152,7 @@ export async function rows(quick) {
         spread(mbps(tetherNoSpill)),
         ratioSpread(mbps(tetherNoSpill), mbps(raw)),
         '≥ 0.9× raw',
-        'raw = pipe read alone; tail only: the runtime’s own cost',
+        `raw = pipe read alone; tail only: the runtime’s own cost; CPU ms (median) raw ${cpu(raw)}, tether ${cpu(tetherNoSpill)}`,
       ],
       [
         `P2 ${mib(bytes)} RSS growth MiB (max), spill on / off`,
