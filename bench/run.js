@@ -8,12 +8,22 @@ import { rows as containmentRows } from './containment.js';
 import { rows as jobRows } from './jobs.js';
 import { checkLoad } from './measure.js';
 import { rows as ptyRows } from './pty.js';
+import { rows as sandboxRows } from './sandbox.js';
 import { rows as shellRows } from './shell.js';
 import { rows as stallRows } from './stalls.js';
 import { rows as terminalRows } from './terminals.js';
 
 const quick = process.env.TETHER_BENCH_QUICK === '1';
-const sections = [shellRows, jobRows, ptyRows, stallRows, terminalRows, agentRows, containmentRows];
+const sections = [
+  shellRows,
+  jobRows,
+  ptyRows,
+  stallRows,
+  terminalRows,
+  agentRows,
+  containmentRows,
+  sandboxRows,
+];
 
 const load = () =>
   loadavg()

@@ -20,7 +20,9 @@ export type TetherErrorCode =
   | 'TERMINAL_LIMIT'
   | 'TERMINAL_CLOSED'
   | 'UNSUPPORTED_PLATFORM'
-  | 'CONTAINMENT_UNAVAILABLE';
+  | 'CONTAINMENT_UNAVAILABLE'
+  | 'POLICY_DENIED'
+  | 'SANDBOX_UNAVAILABLE';
 
 /**
  * The one error class Tether throws. `code` is stable; `message` says what to do.

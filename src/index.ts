@@ -35,6 +35,22 @@ export type {
 } from './jobs/job-types.js';
 export type { OwnerIdentity, OwnerLease } from './owners/owner-registry.js';
 export type { AgentOwnerToken } from './owners/owner-token.js';
+export type { SandboxStats } from './placement/placement.js';
+export type { PlacementOptions } from './placement/placement-types.js';
+export { PolicyDeniedError } from './policy/policy-denied.js';
+export type {
+  Approval,
+  Approver,
+  DecidedBy,
+  Policy,
+  PolicyAction,
+  PolicyCaller,
+  PolicyDecision,
+  PolicyDecisionFact,
+  PolicyRequest,
+  PolicyRule,
+  SimpleCommand,
+} from './policy/policy-types.js';
 export {
   createRuntime,
   type OwnerService,
@@ -44,6 +60,20 @@ export {
   type ShellService,
 } from './runtime.js';
 export type { RuntimeOptions } from './runtime-options.js';
+export { type Confinement, resolveConfinement } from './sandbox/sandbox-options.js';
+export {
+  createSandboxProvider,
+  type SandboxProvider,
+  type SandboxProviderOptions,
+} from './sandbox/sandbox-provider.js';
+export {
+  DEFAULT_DENY_READ,
+  type IsolationMode,
+  type SandboxDescription,
+  type SandboxMode,
+  type SandboxNetwork,
+  type SandboxOptions,
+} from './sandbox/sandbox-types.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
 export type { ContainmentMode } from './subprocess/containment/containment-types.js';
 export type { RecoveredRuntime } from './subprocess/containment/reaper.js';

@@ -1,3 +1,4 @@
+import { TetherError } from './errors.js';
 import type { JobSpec } from './jobs/job-types.js';
 import type { OwnerRegistry } from './owners/owner-registry.js';
 import type { AgentOwnerToken } from './owners/owner-token.js';
@@ -25,6 +26,43 @@ export function ownerEnv(owners: OwnerRegistry, prefix: string | undefined): Own
 }
 
 /**
+ * The owner a `rt.shell.run` call is for: the `owner` argument, or the request's `owner` field
+ * (the same thing said inside the request). Two different owners are a caller's mistake.
+ *
+ * @example
+ * ```ts
+ * requestOwner({ command: 'ls', owner: agent.owner }, undefined); // agent.owner
+ * ```
+ */
+export function requestOwner(
+  req: ShellRequest,
+  owner: AgentOwnerToken | undefined,
+): AgentOwnerToken | undefined {
+  const inRequest = typeof req === 'object' && req !== null ? req.owner : undefined;
+  if (owner !== undefined && inRequest !== undefined && inRequest !== owner) {
+    throw new TetherError(
+      'INVALID_ARGUMENT',
+      'shell.run got two different owners (its owner argument and req.owner); pass only one',
+    );
+  }
+  return owner ?? inRequest;
+}
+
+/**
+ * `req` with its `owner` set, so the policy step (A1) judges it for that owner. A request that
+ * is not an object is passed on for validation to reject.
+ *
+ * @example
+ * ```ts
+ * runShell(deps, withOwner(req, agent.owner));
+ * ```
+ */
+export function withOwner(req: ShellRequest, owner: AgentOwnerToken): ShellRequest {
+  if (typeof req !== 'object' || req === null || req.owner === owner) return req;
+  return { ...req, owner };
+}
+
+/**
  * `req` with `identity` applied last on its env overlay (identity wins over the caller's own
  * values of those names). A request that is not an object is passed on for validation to reject.
  *
@@ -45,14 +83,15 @@ export function withIdentity(req: ShellRequest, identity: Readonly<Record<string
  *
  * @example
  * ```ts
- * await jobs.start(owner, identifiedJobSpec(deps, req, (jobId) => envOf(owner, jobId)));
+ * await jobs.start(owner, identifiedJobSpec(deps, owner, req, (jobId) => envOf(owner, jobId)));
  * ```
  */
 export function identifiedJobSpec(
   deps: ShellDeps,
+  owner: AgentOwnerToken,
   req: ShellRequest,
   envFor: (jobId: string) => Record<string, string>,
 ): JobSpec {
-  const spec = shellJobSpec(deps, req); // validates now, before any capacity is reserved
-  return { ...spec, run: (ctx) => shellJobSpec(deps, withIdentity(req, envFor(ctx.jobId))).run(ctx) };
+  const spec = shellJobSpec(deps, owner, req); // validates now, before any capacity is reserved
+  return { ...spec, run: (ctx) => shellJobSpec(deps, owner, withIdentity(req, envFor(ctx.jobId))).run(ctx) };
 }

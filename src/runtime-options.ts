@@ -2,6 +2,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
 import { assertArgument } from './errors.js';
+import type { Policy } from './policy/policy-types.js';
+import type { IsolationMode, SandboxOptions } from './sandbox/sandbox-types.js';
 import { defaultStateDir } from './subprocess/containment/runtime-boundary.js';
 import type { EnvPolicy } from './subprocess/env.js';
 import type { SubprocessProvider } from './subprocess/types.js';
@@ -16,6 +18,13 @@ export interface RuntimeOptions {
    * from then on: `rt.dispose()` calls its `dispose` (if any) after every process is gone.
    */
   readonly provider?: SubprocessProvider;
+  /**
+   * A3: the sandbox every owner's processes run in (an agent or host owner may override it);
+   * default `{ mode: 'off' }`. A sandbox this machine cannot give rejects SANDBOX_UNAVAILABLE.
+   */
+  readonly sandbox?: SandboxOptions;
+  /** K5: `'pid'` gives every owner a PID namespace of its own; default `'none'`. */
+  readonly isolation?: IsolationMode;
   /**
    * Where complete outputs are spilled; default `<tmpdir>/tether-spill`. Each runtime writes in a
    * directory of its own below it (`tether-<runtime id>`), removed on dispose (K4); a spill kept
@@ -55,6 +64,12 @@ export interface RuntimeOptions {
   readonly inspect?: (event: InspectionEvent) => void;
   /** The model tools (`rt.tools`, `agent.tools`): `persistentBash`, `outputBudgetChars`. */
   readonly tools?: ToolRegistryOptions;
+  /**
+   * A1/A2: decided before anything starts (rules, an approver, a default); an agent's own
+   * (`agents.create({ policy })`) replaces it. None (the default): everything is allowed,
+   * and escalation (A4) is denied.
+   */
+  readonly policy?: Policy;
   readonly limits?: {
     /** Characters of output kept in a shell result; default 30,000. */
     readonly outputCapChars?: number;
@@ -86,6 +101,8 @@ export interface RuntimeOptions {
 
 export interface ResolvedOptions {
   readonly provider: SubprocessProvider | undefined;
+  readonly sandbox: SandboxOptions | undefined;
+  readonly isolation: IsolationMode | undefined;
   readonly spillDir: string | false;
   readonly spillDurable: boolean;
   readonly containment: 'auto' | 'cgroup' | 'marker';
@@ -96,6 +113,7 @@ export interface ResolvedOptions {
   readonly env: EnvPolicy;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
   readonly tools: ToolRegistryOptions;
+  readonly policy: Policy | undefined;
   readonly outputCapChars: number;
   readonly cleanupGraceMs: number;
   readonly drainMs: number;
@@ -114,6 +132,8 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   const limits = options.limits ?? {};
   const resolved: ResolvedOptions = {
     provider: options.provider,
+    sandbox: options.sandbox,
+    isolation: options.isolation,
     spillDir: options.spillDir ?? join(tmpdir(), 'tether-spill'),
     spillDurable: options.spill?.durable ?? false,
     containment: options.containment ?? 'auto',
@@ -124,6 +144,7 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     env: options.env ?? {},
     inspect: options.inspect,
     tools: options.tools ?? {},
+    policy: options.policy,
     outputCapChars: limits.outputCapChars ?? 30_000,
     cleanupGraceMs: limits.cleanupGraceMs ?? 2_000,
     drainMs: limits.drainMs ?? 500,

@@ -5,9 +5,15 @@ import { createJobService } from './jobs/job-service.js';
 import type { JobService, JobServiceStats } from './jobs/job-types.js';
 import { createSpillPool } from './output/spill.js';
 import { createSpillRetention } from './output/spill-retention.js';
-import { identifiedJobSpec, ownerEnv, withIdentity } from './owner-env.js';
+import { identifiedJobSpec, ownerEnv, requestOwner, withIdentity, withOwner } from './owner-env.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
+import { createPlacement, type SandboxStats } from './placement/placement.js';
+import type { PlacementOptions } from './placement/placement-types.js';
+import { assertPolicy, createPolicyGate } from './policy/policy-gate.js';
 import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
+import { resolveConfinement } from './sandbox/sandbox-options.js';
+import { findSandboxTools, probeSandbox } from './sandbox/sandbox-tools.js';
+import { startShellJob } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellService } from './shell/shell-types.js';
 import type { ContainmentMode } from './subprocess/containment/containment-types.js';
@@ -31,9 +37,10 @@ export interface OwnerService {
    * A new owner. Its `retire()` ends it: new operations fail with `OWNER_RETIRED`, and what it
    * started is reclaimed in the background — terminals, then jobs, to verified-dead trees
    * (`rt.terminals.drainOwner(token)` / `rt.jobs.drainOwner(token)` await each part;
-   * `rt.dispose()` waits for it).
+   * `rt.dispose()` waits for it). `options` place it (X4, A3, K5): its own provider, sandbox
+   * or isolation, overriding the runtime's; its enclave ends once it is reclaimed.
    */
-  host(): OwnerLease;
+  host(options?: PlacementOptions): OwnerLease;
 }
 
 /**
@@ -71,6 +78,10 @@ export interface RuntimeStats {
   readonly jobs: JobServiceStats;
   readonly terminals: TerminalServiceStats;
   readonly agents: AgentServiceStats;
+  /** A1: approvals pending now (each also counted in `waiters`). */
+  readonly policy: { readonly asking: number };
+  /** A3: the runtime's sandbox (mode, mechanism, network, roots) and the enclaves running now. */
+  readonly sandbox: SandboxStats;
 }
 
 /** The composition root's product (SPEC section 9). */
@@ -122,6 +133,15 @@ export interface Runtime {
  */
 export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> {
   const opts = resolveOptions(options);
+  // A3: a sandbox this machine cannot give fails here, before anything starts.
+  const confinement = resolveConfinement(opts.sandbox, opts.isolation, opts.cwd);
+  if (confinement !== null) {
+    const { network } = confinement.description;
+    await probeSandbox(findSandboxTools(), [
+      '--unshare-pid',
+      ...(network === 'none' ? ['--unshare-net'] : []),
+    ]);
+  }
   // K3 then K1: reap dead runtimes, open this one's boundary, record it before any spawn.
   const boundary = await openRuntimeBoundary({
     containment: opts.containment,
@@ -140,6 +160,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       : createSpillRetention({ dir: boundary.spillDir, root: spillRoot, budgetBytes: opts.spillBudgetBytes });
   const owners = createOwnerRegistry();
   const envOf = ownerEnv(owners, opts.env.identityPrefix);
+  // A1: the one decision point; every spawn path below calls `policy.decide` first.
+  const policy = createPolicyGate({ owners, policy: opts.policy, sandbox: opts.sandbox });
   const jobs = createJobService({
     owners,
     maxRunningPerOwner: opts.maxJobsPerOwner,
@@ -151,13 +173,30 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   let current: SubprocessProvider =
     opts.provider ?? createLocalProvider({ env: opts.env, containment: boundary.containment });
   const providers = new Set([current]);
+  // X4: a provider per owner; sandboxed and isolated owners get an enclave of their own (A3, K5).
+  const placement = createPlacement({
+    owners,
+    base: () => current,
+    defaults: {
+      ...(opts.sandbox ? { sandbox: opts.sandbox } : {}),
+      ...(opts.isolation ? { isolation: opts.isolation } : {}),
+    },
+    cwd: opts.cwd,
+    cleanupGraceMs: opts.cleanupGraceMs,
+    adopt: (provider) => providers.add(provider),
+    settled: async (owner) => {
+      await terminals.drainOwner(owner);
+      await jobs.drainOwner(owner);
+    },
+  });
   const terminals = createTerminalService({
     owners,
-    provider: () => current,
+    provider: (owner) => placement.providerFor(owner),
     defaults: { shell: opts.shell, cwd: opts.cwd, cleanupGraceMs: opts.cleanupGraceMs },
     retentionChars: opts.terminalRetentionChars,
     maxPerOwner: opts.maxTerminalsPerOwner,
     identityEnv: (owner) => envOf(owner),
+    decide: policy.decide,
     ...(opts.inspect ? { inspect: opts.inspect } : {}),
   });
   const inFlight = new Set<Promise<unknown>>();
@@ -190,6 +229,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       track(async () => {
         await terminals.drainOwner(lease.token);
         await jobs.drainOwner(lease.token);
+        await placement.drainOwner(lease.token);
       }).catch((error: unknown) =>
         process.emitWarning(`tether: reclaiming a retired owner failed: ${String(error)}`, {
           code: 'TETHER_OWNER',
@@ -200,10 +240,9 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
 
   // `provider` is read per call: a reload swaps it for the calls that start after it (S5).
   const shellDeps: ShellDeps = {
-    get provider() {
-      return current;
-    },
+    provider: (owner, req) => placement.providerFor(owner, { escalate: req.escalate !== undefined }),
     lifetime: lifetime.signal,
+    decide: policy.decide,
     spillPool,
     spills,
     defaults: {
@@ -218,26 +257,30 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   const shell: ShellService = {
     run: (req, owner) =>
       track(async () => {
-        if (owner === undefined) return runShell(shellDeps, req);
-        return runShell(shellDeps, withIdentity(req, envOf(owners.assertLive(owner))));
+        // The owner decides the policy (A1) and carries its identity into the env (S3).
+        const who = requestOwner(req, owner);
+        if (who === undefined) return runShell(shellDeps, req);
+        return runShell(shellDeps, withIdentity(withOwner(req, who), envOf(owners.assertLive(who))));
       }),
     background: (owner, req) =>
       track(() =>
-        jobs.start(
+        startShellJob(
+          shellDeps,
+          jobs,
           owner,
-          identifiedJobSpec(shellDeps, req, (jobId) => envOf(owner, jobId)),
-          req?.signal !== undefined ? { signal: req.signal } : {},
+          req,
+          identifiedJobSpec(shellDeps, owner, req, (jobId) => envOf(owner, jobId)),
         ),
       ),
   };
-  const persistentBash = createPersistentBash(terminals, { cwd: opts.cwd });
+  const persistentBash = createPersistentBash(terminals, { cwd: opts.cwd, decide: policy.decide });
   const tools = createToolRegistry({ shell, jobs, terminals, persistentBash }, opts.tools);
   // Agents drain their terminals, then their jobs (reverse start order, D1).
   const agents = createAgentService({
     owners,
     jobs,
     terminals,
-    drainables: [terminals],
+    drainables: [placement, terminals],
     quietWindowMs: opts.quietWindowMs,
     turnGraceMs: opts.turnGraceMs,
     tools: (owner) => bindTools(tools, owner),
@@ -250,9 +293,37 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     terminals,
     persistentBash,
     tools,
-    owners: { host: () => reclaimedOnRetire(owners.host()) },
-    agents: { create: (o) => agents.create(o), stats: () => agents.stats() },
+    owners: {
+      host(options?: PlacementOptions) {
+        if (options !== undefined) placement.check(options, 'owners.host options');
+        const lease = reclaimedOnRetire(owners.host());
+        if (options !== undefined) placement.assign(lease.token, options);
+        return lease;
+      },
+    },
     recovered: boundary.recovered,
+    agents: {
+      // X4/A3/K5: where the agent's processes run; A1: its own policy replaces the runtime's.
+      create(o) {
+        if (o?.policy !== undefined) assertPolicy(o.policy, 'agents.create({ policy })');
+        const placed = placementOf(o);
+        if (placed) placement.check(placed, 'agent options');
+        const agent = agents.create(o);
+        if (placed) placement.assign(agent.owner, placed);
+        policy.bind(agent.owner, {
+          policy: o.policy,
+          sandbox: o.sandbox,
+          caller: {
+            kind: 'agent',
+            owner: owners.keyOf(agent.owner),
+            sessionId: agent.sessionId,
+            agentId: agent.id,
+          },
+        });
+        return agent;
+      },
+      stats: () => agents.stats(),
+    },
     stats() {
       const [j, t, a] = [jobs.stats(), terminals.stats(), agents.stats()];
       const providerWorkers = [...providers].reduce((n, p) => n + (p.workers ?? 0), 0);
@@ -274,10 +345,13 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
           a.waiters +
           a.errors +
           a.reloads +
+          policy.asking +
           inFlight.size,
         jobs: j,
         terminals: t,
         agents: a,
+        policy: { asking: policy.asking },
+        sandbox: placement.stats(),
       };
     },
     // Not tracked: dispose must not wait for a provider factory (it may never settle).
@@ -301,11 +375,13 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     dispose() {
       disposing ??= (async () => {
         lifetime.abort(); // running one-shot commands are cancelled (D2)
+        policy.dispose(); // pending approvals end (RUNTIME_DISPOSED): an ask never holds teardown
         await agents.dispose(); // D1 for every agent: owners retired, turns aborted, resources drained
         await Promise.allSettled([...inFlight]);
         // Reverse start order: terminals, then jobs, each to verified-dead trees (D2).
         await terminals.dispose();
         await jobs.dispose();
+        await placement.dispose(); // every enclave, after the processes in it were drained
         for (const failed of await Promise.allSettled([...providers].map((p) => p.dispose?.()))) {
           if (failed.status === 'rejected') {
             process.emitWarning(`tether: a provider's dispose failed: ${String(failed.reason)}`, {
@@ -319,5 +395,17 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       })();
       return disposing;
     },
+  };
+}
+
+// The placement fields of agent options, if any is set (X4, A3, K5).
+function placementOf(o: PlacementOptions | null | undefined): PlacementOptions | null {
+  if (typeof o !== 'object' || o === null) return null;
+  const { provider, sandbox, isolation } = o;
+  if (provider === undefined && sandbox === undefined && isolation === undefined) return null;
+  return {
+    ...(provider !== undefined ? { provider } : {}),
+    ...(sandbox !== undefined ? { sandbox } : {}),
+    ...(isolation !== undefined ? { isolation } : {}),
   };
 }

@@ -4,6 +4,8 @@ import type { Notice } from '../../machines/completion-router.js';
 import type { JobService } from '../jobs/job-types.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { PlacementOptions } from '../placement/placement-types.js';
+import type { Policy } from '../policy/policy-types.js';
 import type { TerminalService } from '../terminals/terminal-types.js';
 import type { OwnerTools } from '../tools/tool-types.js';
 import type { Clock } from './agent-clock.js';
@@ -54,9 +56,10 @@ export interface Turn {
 /**
  * What `create` needs. `onTurn` is the orchestrator's driver (its LLM loop): a turn ends
  * when its promise settles; a throw or rejection is reported on the error path and the
- * agent goes back to `idle`.
+ * agent goes back to `idle`. Also where the agent's processes run (X4, A3, K5): `provider`,
+ * `sandbox`, `isolation`.
  */
-export interface AgentOptions {
+export interface AgentOptions extends PlacementOptions {
   readonly sessionId: string;
   /** W3/W4; default `'wakeup'`. */
   readonly wake?: WakePolicy;
@@ -69,6 +72,8 @@ export interface AgentOptions {
    * notice is not queued, not retried, and the failure goes to the error path (W1).
    */
   onNotice?(notice: Notice): void | Promise<void>;
+  /** A1: this agent's policy; replaces the runtime's (`createRuntime({ policy })`). */
+  readonly policy?: Policy;
 }
 
 /** A snapshot of one agent's machine, for operators and tests. */

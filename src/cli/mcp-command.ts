@@ -2,6 +2,7 @@ import { serveMcpOverStdio } from '../adapters/mcp/mcp-stdio.js';
 import { MIN_OUTPUT_BUDGET_CHARS } from '../tools/tool-registry.js';
 import { parseCommandArgs } from './cli-args.js';
 import { refuseOverStdio } from './mcp-refusal.js';
+import { approveFlag, sandboxFlag } from './sandbox-flag.js';
 import { UsageError } from './usage.js';
 import { packageVersion, versionLine } from './version.js';
 
@@ -21,6 +22,13 @@ Options:
   --cwd <dir>              default working directory for commands (default: the current one)
   --output-budget <chars>  at most this many characters per tool result: an integer of at
                            least ${MIN_OUTPUT_BUDGET_CHARS} (default 30000)
+  --sandbox <mode>         where commands run: off (default), read-only or workspace-write
+                           (bubblewrap; fails at start where this machine cannot provide it)
+  --approve <mode>         who answers approval requests (commands rules cannot judge, such as
+                           $(...), eval or bash -c, and escalations outside the sandbox):
+                           elicit (ask the client's user via MCP elicitation; a client without
+                           it gets a denial saying so), allow, or deny. Default: no policy
+                           (every command runs; escalations are denied)
   -h, --help               this text
   --version                the version
 
@@ -35,6 +43,8 @@ const OPTIONS = {
   'persistent-bash': { type: 'boolean' },
   cwd: { type: 'string', example: '/path/to/project' },
   'output-budget': { type: 'string', example: '30000' },
+  sandbox: { type: 'string', example: 'workspace-write' },
+  approve: { type: 'string', example: 'elicit' },
 } as const;
 
 /**
@@ -70,7 +80,8 @@ export async function mcpCommand(args: readonly string[]): Promise<number> {
     const { clean } = await serveMcpOverStdio({
       persistentBash: flags.persistentBash,
       version: packageVersion(),
-      ...(flags.cwd !== undefined ? { runtime: { cwd: flags.cwd } } : {}),
+      runtime: { ...(flags.cwd !== undefined ? { cwd: flags.cwd } : {}), ...flags.sandbox },
+      ...flags.approve,
       ...(flags.outputBudgetChars !== undefined ? { outputBudgetChars: flags.outputBudgetChars } : {}),
     });
     return clean ? 0 : 1;
@@ -85,6 +96,8 @@ interface McpFlags {
   readonly persistentBash: boolean;
   readonly cwd: string | undefined;
   readonly outputBudgetChars: number | undefined;
+  readonly sandbox: ReturnType<typeof sandboxFlag>;
+  readonly approve: ReturnType<typeof approveFlag>;
 }
 
 function parseMcpFlags(args: readonly string[]): McpFlags {
@@ -110,6 +123,8 @@ function parseMcpFlags(args: readonly string[]): McpFlags {
     persistentBash: values['persistent-bash'] === true,
     cwd: values.cwd,
     outputBudgetChars,
+    sandbox: sandboxFlag(values.sandbox, 'mcp'),
+    approve: approveFlag(values.approve),
   };
 }
 

@@ -2,6 +2,7 @@ import { constants } from 'node:os';
 import { createRuntime } from '../runtime.js';
 import type { ShellRequest, ShellResult } from '../shell/shell-types.js';
 import { parseCommandArgs } from './cli-args.js';
+import { sandboxFlag } from './sandbox-flag.js';
 import { RUN_USAGE, UsageError } from './usage.js';
 import { versionLine } from './version.js';
 
@@ -9,6 +10,7 @@ const OPTIONS = {
   timeout: { type: 'string', example: '5000' },
   cwd: { type: 'string', example: '/tmp' },
   shell: { type: 'string', example: '/bin/sh' },
+  sandbox: { type: 'string', example: 'workspace-write' },
   quiet: { type: 'boolean' },
   json: { type: 'boolean' },
 } as const;
@@ -48,7 +50,7 @@ export async function runCommand(args: readonly string[]): Promise<number> {
     );
   }
 
-  const rt = await createRuntime();
+  const rt = await createRuntime({ ...sandboxFlag(values.sandbox, 'run') });
   const stop = new AbortController();
   let stoppedBy: (typeof STOP_SIGNALS)[number] | null = null;
   // `on`, not `once`: a second Ctrl-C while the tree is being killed must not kill us first.

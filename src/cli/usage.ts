@@ -53,6 +53,7 @@ Options:
   --timeout <ms>    kill the command's whole tree after <ms> milliseconds
   --cwd <dir>       working directory (default: the current one)
   --shell <path>    shell used with -c (default: /bin/bash)
+  --sandbox <mode>  off (default), read-only or workspace-write (bubblewrap)
   --quiet           do not print tether's one line of facts (exit, duration, …) on stderr
   --json            capture the output instead of streaming it, and print the whole result as
                     JSON on stdout (output tail, exitCode, timedOut, spillPath, …)

@@ -2,7 +2,8 @@ import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument } from '../errors.js';
-import type { JobExit, JobHooks, JobRunContext, JobSpec } from '../jobs/job-types.js';
+import type { JobExit, JobHooks, JobInfo, JobRunContext, JobService, JobSpec } from '../jobs/job-types.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
 import { signalProcessGroup } from '../subprocess/identity.js';
 import type { SubprocessHandle } from '../subprocess/types.js';
 import {
@@ -10,6 +11,7 @@ import {
   NON_INTERACTIVE_ENV,
   resolveCwd,
   type ShellDeps,
+  shellPolicyCheck,
   validateShellRequest,
 } from './shell-service.js';
 import type { ShellRequest } from './shell-types.js';
@@ -19,15 +21,37 @@ const INTERRUPT_GRACE_MS = 200;
 const LABEL_CHARS = 120;
 
 /**
+ * `rt.shell.background` (C3 with A1): the request is checked, the policy decides, and only
+ * then does `jobs.start` reserve capacity, spawn and register — a denial starts and registers
+ * nothing. `spec` is the producer to start (the composition root's carries the owner's
+ * identity env, S3); by default the plain shell producer.
+ *
+ * @example
+ * ```ts
+ * const job = await startShellJob(deps, jobs, owner, { command: 'npm test' });
+ * ```
+ */
+export async function startShellJob(
+  deps: ShellDeps,
+  jobs: Pick<JobService, 'start'>,
+  owner: AgentOwnerToken,
+  req: ShellRequest,
+  spec: JobSpec = shellJobSpec(deps, owner, req),
+): Promise<JobInfo> {
+  await deps.decide?.(shellPolicyCheck('shell.background', req, deps.defaults.cwd, owner));
+  return jobs.start(owner, spec, req.signal !== undefined ? { signal: req.signal } : {});
+}
+
+/**
  * The shell producer for the job registry (C3): everything is resolved here, before
  * `jobs.start` reserves capacity and calls `run`, so the transfer of ownership is atomic.
  *
  * @example
  * ```ts
- * const info = await jobs.start(owner, shellJobSpec(deps, { command: 'npm test' }), { signal });
+ * const info = await jobs.start(owner, shellJobSpec(deps, owner, { command: 'npm test' }), { signal });
  * ```
  */
-export function shellJobSpec(deps: ShellDeps, req: ShellRequest): JobSpec {
+export function shellJobSpec(deps: ShellDeps, owner: AgentOwnerToken, req: ShellRequest): JobSpec {
   validateShellRequest(req);
   assertArgument(
     req.stdio !== 'inherit',
@@ -44,7 +68,7 @@ export function shellJobSpec(deps: ShellDeps, req: ShellRequest): JobSpec {
   return {
     kind: 'shell',
     label: req.command.length > LABEL_CHARS ? `${req.command.slice(0, LABEL_CHARS - 1)}…` : req.command,
-    run: async (ctx) => track(await deps.provider.spawn(spawnSpec), ctx, deps, req.timeoutMs),
+    run: async (ctx) => track(await deps.provider(owner, req).spawn(spawnSpec), ctx, deps, req.timeoutMs),
   };
 }
 

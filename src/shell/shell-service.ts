@@ -1,10 +1,12 @@
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { assertArgument } from '../errors.js';
+import { assertArgument, TetherError } from '../errors.js';
 import { OutputCapture } from '../output/output-capture.js';
 import type { SpillPool } from '../output/spill.js';
 import type { SpillRef, SpillRetention } from '../output/spill-retention.js';
-import type { SubprocessProvider } from '../subprocess/types.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { PlacedProvider } from '../placement/placement-types.js';
+import type { PolicyAction, PolicyCheck, PolicyStep } from '../policy/policy-types.js';
 import type { ShellRequest, ShellResult } from './shell-types.js';
 
 export interface ShellDefaults {
@@ -19,13 +21,19 @@ export interface ShellDefaults {
 }
 
 export interface ShellDeps {
-  readonly provider: SubprocessProvider;
+  /**
+   * The provider a request runs on: the owner's placement (X4), without its sandbox when the
+   * request is escalated (A4; the policy step approved that before).
+   */
+  readonly provider: (owner: AgentOwnerToken | undefined, req: ShellRequest) => PlacedProvider;
   readonly spillPool: SpillPool | null;
   /** Who keeps published spills (K4); without it a spill file is the caller's. */
   readonly spills?: SpillRetention | null;
   readonly defaults: ShellDefaults;
   /** Aborted when the runtime is disposed: every running command is cancelled (D2). */
   readonly lifetime: AbortSignal;
+  /** A1: the policy step, called before anything starts; none: everything is allowed. */
+  readonly decide?: PolicyStep;
 }
 
 // Aborting with a fixed reason: `abort()` alone builds a DOMException every call.
@@ -48,11 +56,45 @@ export const NON_INTERACTIVE_ENV: Readonly<Record<string, string>> = {
  * if (result.timedOut) console.log('gave up; tail:', result.output);
  * ```
  */
-export function runShell(deps: ShellDeps, req: ShellRequest): Promise<ShellResult> {
+export async function runShell(deps: ShellDeps, req: ShellRequest): Promise<ShellResult> {
   validateShellRequest(req);
   const started = performance.now();
-  if (req.signal?.aborted || deps.lifetime.aborted) return Promise.resolve(cancelledBeforeStart(started));
+  if (req.signal?.aborted || deps.lifetime.aborted) return cancelledBeforeStart(started);
+  try {
+    await deps.decide?.(shellPolicyCheck('shell.run', req, deps.defaults.cwd)); // A1: before anything starts
+  } catch (err) {
+    // Cancelled while its approval was pending: a cancellation is a result (C1).
+    if (err instanceof TetherError && err.code === 'ABORTED') return cancelledBeforeStart(started);
+    throw err;
+  }
+  if (req.signal?.aborted || deps.lifetime.aborted) return cancelledBeforeStart(started);
   return runSpawned(deps, req, started);
+}
+
+/**
+ * What the policy step is told about a shell request (A1): the command as written, its cwd,
+ * the escalation and justification the caller gave, and the call's signal.
+ *
+ * @example
+ * ```ts
+ * await deps.decide?.(shellPolicyCheck('shell.background', req, deps.defaults.cwd, owner));
+ * ```
+ */
+export function shellPolicyCheck(
+  action: PolicyAction,
+  req: ShellRequest,
+  defaultCwd: string,
+  owner = req.owner,
+): PolicyCheck {
+  return {
+    action,
+    command: req.command,
+    cwd: resolveCwd(defaultCwd, req.cwd), // what will run: a relative cwd as resolved
+    ...(owner !== undefined ? { owner } : {}),
+    ...(req.escalate !== undefined ? { escalate: req.escalate } : {}),
+    ...(req.justification !== undefined ? { justification: req.justification } : {}),
+    ...(req.signal !== undefined ? { signal: req.signal } : {}),
+  };
 }
 
 /** Throws INVALID_ARGUMENT naming the field for a request no shell could run. */
@@ -78,6 +120,18 @@ export function validateShellRequest(req: ShellRequest): void {
       `stdio must be 'pipe' (capture the output) or 'inherit' (this process's stdout and stderr), got ${String(req.stdio)}`,
     );
   }
+  if (req.escalate !== undefined) {
+    assertArgument(
+      typeof req.escalate === 'object' &&
+        req.escalate !== null &&
+        typeof req.escalate.justification === 'string' &&
+        req.escalate.justification.trim().length > 0,
+      'escalate must be { justification: "why this needs to run outside the sandbox" }',
+    );
+  }
+  if (req.justification !== undefined) {
+    assertArgument(typeof req.justification === 'string', 'justification must be a string');
+  }
 }
 
 /**
@@ -98,7 +152,8 @@ export function resolveCwd(base: string, cwd: string | undefined): string {
 async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): Promise<ShellResult> {
   const { defaults } = deps;
   const out = req.stdio ?? 'pipe';
-  const child = await deps.provider.spawn({
+  const provider = deps.provider(req.owner, req);
+  const child = await provider.spawn({
     argv: [req.shell ?? defaults.shell, '-c', req.command],
     cwd: resolveCwd(defaults.cwd, req.cwd),
     stdio: { stdin: 'ignore', stdout: out, stderr: out },
@@ -150,6 +205,7 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
         cancelled,
         ...captured,
         drainTimedOut,
+        ...(provider.sandbox ? { sandbox: provider.sandbox } : {}),
         ...(verdict.status === 'escaped' ? { escaped: [...verdict.escaped, ...verdict.stuck] } : {}),
         durationMs: performance.now() - started,
       },

@@ -1,5 +1,6 @@
 import type { JobInfo } from '../jobs/job-types.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { SandboxDescription } from '../sandbox/sandbox-types.js';
 
 /** One command for `rt.shell.run` (SPEC section 9). */
 export interface ShellRequest {
@@ -9,6 +10,12 @@ export interface ShellRequest {
    * missing directory throws CWD_NOT_FOUND before anything starts.
    */
   readonly cwd?: string;
+  /**
+   * A1: why the model wants this command, shown to the approver. The request's `owner` (an
+   * agent's replaces the runtime's) decides which policy applies; without a policy an
+   * `escalate` is denied (nobody to ask).
+   */
+  readonly justification?: string;
   /** Kill the whole tree after this many ms; the result says `timedOut`. */
   readonly timeoutMs?: number;
   /** Aborting kills the whole tree; the result says `cancelled`. */
@@ -33,6 +40,16 @@ export interface ShellRequest {
    * read with `jobs.read`).
    */
   readonly stdio?: 'pipe' | 'inherit';
+  /**
+   * `rt.shell.run` only: the owner the command runs for, so it runs where that owner is placed
+   * (its provider, sandbox, isolation: X4, A3, K5). Default: the runtime's placement.
+   */
+  readonly owner?: AgentOwnerToken;
+  /**
+   * A4: run outside the owner's sandbox. The policy step always asks the approver first; by
+   * the time the command spawns, the request was approved.
+   */
+  readonly escalate?: { readonly justification: string };
 }
 
 /**
@@ -65,6 +82,8 @@ export interface ShellResult {
   readonly drainTimedOut: boolean;
   /** Leftover processes of the tree that could not be killed (never silently dropped, S4). */
   readonly escaped?: readonly number[];
+  /** A3: the sandbox the command ran in, when it ran in one. */
+  readonly sandbox?: SandboxDescription;
   readonly durationMs: number;
 }
 

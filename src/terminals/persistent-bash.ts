@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
-import { TetherError } from '../errors.js';
+import { assertArgument, TetherError } from '../errors.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { PolicyStep } from '../policy/policy-types.js';
 import type { TerminalCommandResult, TerminalService } from './terminal-types.js';
 
 /** One command through an owner's hidden persistent shell. `fresh`: a new shell was opened for it. */
@@ -43,16 +44,17 @@ export interface PersistentBash {
 /**
  * Creates the persistent-bash layer over a terminal service; it keeps only which terminal
  * serves which owner (teardown is the terminal service's: draining an owner closes it).
- * `cwd` is the runtime's cwd, against which a call's relative `cwd` is resolved.
+ * `cwd` is the runtime's cwd, against which a call's relative `cwd` is resolved; `decide` (A1)
+ * judges each command before anything starts, the hidden shell included.
  *
  * @example
  * ```ts
- * const bash = createPersistentBash(terminals, { cwd: '/repo' });
+ * const bash = createPersistentBash(terminals, { cwd: '/repo', decide: policy.decide });
  * ```
  */
 export function createPersistentBash(
   terminals: TerminalService,
-  defaults: { readonly cwd: string } = { cwd: process.cwd() },
+  defaults: { readonly cwd: string; readonly decide?: PolicyStep } = { cwd: process.cwd() },
 ): PersistentBash {
   // Tokens have reference identity; a WeakMap lets a retired owner's entry go with it.
   const shells = new WeakMap<AgentOwnerToken, Promise<string>>();
@@ -84,6 +86,21 @@ export function createPersistentBash(
   };
   return {
     async run(owner, command, opts = {}) {
+      const { decide } = defaults;
+      if (decide !== undefined) {
+        assertArgument(typeof command === 'string', 'command must be a string');
+        assertArgument(
+          opts.cwd === undefined || (typeof opts.cwd === 'string' && opts.cwd !== ''),
+          'cwd must be a non-empty string path',
+        );
+        await decide({
+          action: 'persistent-bash',
+          owner,
+          command,
+          cwd: resolve(defaults.cwd, opts.cwd ?? '.'),
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        });
+      }
       const known = shells.get(owner);
       const id = await (known ?? open(owner));
       try {

@@ -11,7 +11,7 @@ import type { CaptureMarks, CaptureReport } from '../subprocess/types.js';
  */
 export const SHELL_RC = String.raw`set +H
 HISTCONTROL=ignorespace
-PS1='$ '
+PS1='$ \[\033]697;P\007\]'
 PS2='> '
 bind 'set enable-bracketed-paste off' 2>/dev/null
 __tether_done() {
@@ -23,6 +23,23 @@ __tether_done() {
 __tether_ret() { return "$1"; }
 PROMPT_COMMAND=__tether_done
 `;
+
+/**
+ * How the rc reaches the shell: through its environment, not a file, so a shell that cannot
+ * see the runtime's temp directory (a sandbox with a private /tmp, A3; a remote host, X1)
+ * still gets it. The first prompt evaluates it, then forgets it (and stops exporting
+ * PROMPT_COMMAND, so a nested bash does not inherit `__tether_done`).
+ *
+ * @example
+ * ```ts
+ * const env = { TERM: 'xterm-256color', ...SHELL_RC_ENV };
+ * spawnTerminal({ argv: ['/bin/bash', '--noprofile', '--norc', '-i'], env, ... });
+ * ```
+ */
+export const SHELL_RC_ENV: Readonly<Record<string, string>> = {
+  __TETHER_RC: SHELL_RC,
+  PROMPT_COMMAND: 'eval "$__TETHER_RC"; unset __TETHER_RC; export -n PROMPT_COMMAND',
+};
 
 const START = '\x1b]697;S;';
 /** Printed at the end of every prompt (the rc file's PS1): the shell is ready for a line. */

@@ -55,6 +55,16 @@ export async function executeCommand(
     opts.signal === undefined || opts.signal instanceof AbortSignal,
     'signal must be an AbortSignal',
   );
+  // A1: a hidden terminal's commands were judged by the layer that hides it (persistent bash).
+  if (!record.hidden) {
+    await table.config.decide?.({
+      action: 'terminal.execute',
+      owner,
+      command,
+      cwd: record.spec.cwd,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+  }
   return table.withTurn(record, 'execute', async () => {
     record.executing = true;
     try {

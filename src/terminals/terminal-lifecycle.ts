@@ -15,29 +15,47 @@ import type {
 } from './terminal-types.js';
 
 /**
+ * A1: opening is judged as its shell; a hidden terminal (the persistent bash's) is judged per
+ * command by the layer that hides it. A runtime disposed while the approver thought opens nothing.
+ */
+async function decideOpen(
+  table: TerminalTable,
+  owner: AgentOwnerToken,
+  opts: TerminalOpenOptions,
+): Promise<void> {
+  const { decide, defaults } = table.config;
+  assertArgument(typeof opts === 'object' && opts !== null, 'open options must be an object');
+  if (decide === undefined || opts.hidden === true) return;
+  const shell = opts.shell ?? defaults.shell;
+  await decide({ action: 'terminal.open', owner, command: shell, cwd: opts.cwd ?? defaults.cwd });
+  if (table.disposing)
+    throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+}
+
+/**
  * `open` (T1, T4): checks the owner's cap (opens in flight count), starts the terminal's actor,
- * spawns the shell through the current provider, and wires the record's end: a closed terminal
+ * spawns the shell through the owner's provider (its placement, X4), and wires the record's end: a closed terminal
  * is remembered and its session exit published. The machine's `closer` is the provider's tree
  * kill and its verdict (S4).
  *
  * @example
  * ```ts
- * const info = await openTerminal(table, owner, { cols: 80 }, () => rc.path());
+ * const info = await openTerminal(table, owner, { cols: 80 });
  * ```
  */
 export async function openTerminal(
   table: TerminalTable,
   owner: AgentOwnerToken,
   opts: TerminalOpenOptions,
-  rcFile: () => string,
 ): Promise<TerminalInfo> {
   if (table.disposing)
     throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
+  await decideOpen(table, owner, opts); // A1: before anything starts
   const { owners, defaults, currentProvider, maxPerOwner, retentionChars, inspect } = table.config;
   const token = owners.assertLive(owner);
   const ownerKey = owners.keyOf(token);
-  const spec = openSpec(opts, defaults, rcFile(), table.config.identityEnv(token));
-  const provider = currentProvider();
+  const spec = openSpec(opts, defaults, table.config.identityEnv(token));
+  const provider = currentProvider(token);
   const mine =
     [...table.records.values()].filter((r) => r.ownerKey === ownerKey).length +
     (table.opening.get(ownerKey) ?? 0);

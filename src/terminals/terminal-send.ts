@@ -59,6 +59,13 @@ export async function sendToTerminal(
     Number.isFinite(timeoutMs) && timeoutMs > 0,
     `timeoutMs must be a positive finite number, got ${timeoutMs}`,
   );
+  await table.config.decide?.({
+    action: 'terminal.send',
+    owner,
+    command: input,
+    cwd: record.spec.cwd,
+    hidden: record.hidden,
+  });
   return table.withTurn(record, 'send', async () => {
     const from = record.output.end; // the first prompt, if this waits for it, is output of this send
     await record.shellReady(FIRST_PROMPT_WAIT_MS, table.timers);

@@ -1,6 +1,7 @@
 import type { InspectionEvent } from 'xstate';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { PolicyStep } from '../policy/policy-types.js';
 import type { EnvPolicy } from '../subprocess/env.js';
 import { createLocalProvider } from '../subprocess/local-provider.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
@@ -8,7 +9,6 @@ import { executeCommand } from './terminal-execute.js';
 import { closeTerminal, drainTerminals, openTerminal, subscribeExits } from './terminal-lifecycle.js';
 import { listTerminals, readTerminal, screenOf } from './terminal-read.js';
 import { sendToTerminal, signalTerminal } from './terminal-send.js';
-import { ShellRcFile } from './terminal-spec.js';
 import { TerminalTable } from './terminal-table.js';
 import type { TerminalOpenOptions, TerminalService } from './terminal-types.js';
 
@@ -20,11 +20,11 @@ export interface TerminalServiceOptions {
     readonly cleanupGraceMs: number;
   };
   /**
-   * Where terminals are spawned (S2): a provider, or a function returning the current one (a
-   * runtime's hot reload swaps it). By default the service makes a local provider with `env`
+   * Where terminals are spawned (S2): a provider, or a function returning the one for an owner
+   * (its placement, X4; a runtime's hot reload swaps the default). By default the service makes a local provider with `env`
    * and disposes it with itself; a given provider is the caller's.
    */
-  readonly provider?: SubprocessProvider | (() => SubprocessProvider);
+  readonly provider?: SubprocessProvider | ((owner: AgentOwnerToken) => SubprocessProvider);
   /** The default local provider's env policy (S3). */
   readonly env?: EnvPolicy;
   /** T3: characters of output each terminal retains for `read`; default 1,048,576. */
@@ -37,6 +37,11 @@ export interface TerminalServiceOptions {
    */
   readonly identityEnv?: (owner: AgentOwnerToken) => Readonly<Record<string, string>>;
   readonly inspect?: (event: InspectionEvent) => void;
+  /**
+   * A1: the policy step, called at the entry of `open` (the shell), `execute` (the command) and
+   * `send` (raw input) before anything happens; none: everything is allowed.
+   */
+  readonly decide?: PolicyStep;
 }
 
 /**
@@ -64,13 +69,12 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
     maxPerOwner: options.maxPerOwner ?? 8,
     inspect: options.inspect,
     identityEnv: options.identityEnv ?? (() => ({})),
+    decide: options.decide,
   });
-  // The rc file exists from the first open until dispose.
-  const rc = new ShellRcFile();
   const closeAll = () => Promise.all([...table.records.values()].map((r) => table.closeRecord(r)));
 
   return {
-    open: (owner, opts: TerminalOpenOptions = {}) => openTerminal(table, owner, opts, () => rc.path()),
+    open: (owner, opts: TerminalOpenOptions = {}) => openTerminal(table, owner, opts),
     send: async (owner, id, input, opts = {}) => sendToTerminal(table, owner, id, input, opts),
     execute: async (owner, id, command, opts = {}) => executeCommand(table, owner, id, command, opts),
     read: async (owner, id, cursor, maxChars = 32_000) => readTerminal(table, owner, id, cursor, maxChars),
@@ -94,7 +98,6 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         await table.exits.settle();
         table.exits.clear();
         await own?.dispose();
-        rc.remove();
       })();
       return table.disposing;
     },

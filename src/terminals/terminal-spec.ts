@@ -1,51 +1,22 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { assertArgument } from '../errors.js';
 import type { TerminalSpawnSpec } from '../subprocess/types.js';
-import { SHELL_RC } from './shell-protocol.js';
+import { SHELL_RC_ENV } from './shell-protocol.js';
 import type { TerminalOpenOptions } from './terminal-types.js';
 
 /**
- * The rc file every terminal's bash starts with (the shell protocol, T7): written on the first
- * `path()`, removed by `remove()` (the service's dispose).
- *
- * @example
- * ```ts
- * const rc = new ShellRcFile();
- * const spec = openSpec({}, defaults, rc.path());
- * rc.remove();
- * ```
- */
-export class ShellRcFile {
-  #dir: string | null = null;
-
-  path(): string {
-    if (this.#dir === null) {
-      this.#dir = mkdtempSync(join(tmpdir(), 'tether-rc-'));
-      writeFileSync(join(this.#dir, 'bashrc'), SHELL_RC, { mode: 0o600 });
-    }
-    return join(this.#dir, 'bashrc');
-  }
-
-  remove(): void {
-    if (this.#dir !== null) rmSync(this.#dir, { recursive: true, force: true });
-  }
-}
-
-/**
- * Resolves the spawn spec of an `open` call: interactive bash with our rc file; the env is an
+ * Resolves the spawn spec of an `open` call: interactive bash with our rc (in its env, so a
+ * sandboxed shell with a private /tmp gets it too, A3); the env is an
  * overlay the provider applies to its sanitized host env (S1, S3).
  *
  * @example
  * ```ts
- * openSpec({ cols: 80 }, { shell: '/bin/bash', cwd: '/tmp', cleanupGraceMs: 2000 }, rc.path());
+ * openSpec({ cols: 80 }, { shell: '/bin/bash', cwd: '/tmp', cleanupGraceMs: 2000 });
  * ```
  */
 export function openSpec(
   opts: TerminalOpenOptions,
   defaults: { readonly shell: string; readonly cwd: string; readonly cleanupGraceMs: number },
-  rcFile: string,
   identity: Readonly<Record<string, string>> = {},
 ): TerminalSpawnSpec {
   assertArgument(typeof opts === 'object' && opts !== null, 'open options must be an object');
@@ -72,7 +43,14 @@ export function openSpec(
     `rows must be an integer in 1..1000, got ${rows}`,
   );
   const isBash = /(^|\/)bash$/.test(shell);
-  const argv: [string, ...string[]] = isBash ? [shell, '--noprofile', '--rcfile', rcFile, '-i'] : [shell];
-  const env = { TERM: 'xterm-256color', PAGER: 'cat', GIT_PAGER: 'cat', ...opts.env, ...identity };
+  const argv: [string, ...string[]] = isBash ? [shell, '--noprofile', '--norc', '-i'] : [shell];
+  const env = {
+    TERM: 'xterm-256color',
+    PAGER: 'cat',
+    GIT_PAGER: 'cat',
+    ...opts.env,
+    ...identity,
+    ...(isBash ? SHELL_RC_ENV : {}),
+  };
   return { argv, cwd, env, cols, rows, cleanupGraceMs: defaults.cleanupGraceMs };
 }

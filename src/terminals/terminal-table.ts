@@ -3,6 +3,7 @@ import { CompletionHub } from '../completions/completion-hub.js';
 import { assertArgument, TetherError } from '../errors.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import type { PolicyStep } from '../policy/policy-types.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
 import type { TerminalRecord } from './terminal-record.js';
 import { TimerCount } from './terminal-timers.js';
@@ -14,13 +15,15 @@ const ENDED_KEPT = 256;
 export interface TerminalTableConfig {
   readonly owners: OwnerRegistry;
   readonly defaults: { readonly shell: string; readonly cwd: string; readonly cleanupGraceMs: number };
-  /** The provider new terminals spawn through now (S2; a reload swaps it). */
-  readonly currentProvider: () => SubprocessProvider;
+  /** The provider an owner's new terminals spawn through now (S2, its placement X4; a reload swaps the default). */
+  readonly currentProvider: (owner: AgentOwnerToken) => SubprocessProvider;
   readonly retentionChars: number;
   readonly maxPerOwner: number;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
   /** The identity overlay of an owner's shells (S3: session and agent ids), applied last. */
   readonly identityEnv: (owner: AgentOwnerToken) => Readonly<Record<string, string>>;
+  /** A1: the policy step that judges open, execute and send first; none: everything is allowed. */
+  readonly decide: PolicyStep | undefined;
 }
 
 /**

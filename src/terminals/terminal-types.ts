@@ -83,7 +83,9 @@ export interface TerminalOpenOptions {
   /**
    * A terminal behind another abstraction (persistent bash): left out of `list` and of
    * session-exit completions, otherwise an ordinary terminal of the owner — it counts against
-   * the owner's cap and is drained with the owner. Default false.
+   * the owner's cap and is drained with the owner. Default false. The policy (A1) does not
+   * judge its opening nor its `execute`: the layer that hides it judges each command first
+   * (the persistent bash does); raw `send` into it is refused under a policy.
    */
   readonly hidden?: boolean;
 }

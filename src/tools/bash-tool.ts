@@ -1,6 +1,8 @@
-import type { ShellResult } from '../shell/shell-types.js';
+import { TetherError } from '../errors.js';
+import type { ShellRequest, ShellResult } from '../shell/shell-types.js';
 import type { PersistentBashResult } from '../terminals/persistent-bash.js';
 import { describeStartedJob } from './job-text.js';
+import { sandboxNote } from './sandbox-text.js';
 import { FACTS_RESERVE, fitTail, formatMs, withNewline } from './tool-output.js';
 import { defineTool, objectSchema } from './tool-schema.js';
 import type { ToolContext, ToolDefinition, ToolOutput } from './tool-types.js';
@@ -16,6 +18,8 @@ interface BashArgs {
   readonly timeout_ms?: number;
   readonly run_in_background?: boolean;
   readonly workdir?: string;
+  readonly escalate?: boolean;
+  readonly justification?: string;
 }
 
 /**
@@ -57,12 +61,31 @@ export function bashTool(persistent: boolean): ToolDefinition {
           description:
             'true: start the command as a background job and return its job id at once (for servers, builds, long tests). Default false.',
         },
+        escalate: {
+          type: 'boolean',
+          description:
+            'true: ask to run this command outside the sandbox (only after it failed because the sandbox refused a write, a read or the network). A person must approve it; give the reason in justification. Runs as a fresh one-shot shell. Default false.',
+        },
+        justification: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 2000,
+          description:
+            'One or two sentences for the person approving commands: why this command is needed (required with escalate).',
+        },
       },
       ['command'],
     ),
     async run(ctx, args) {
+      if (args.escalate && args.justification === undefined) {
+        throw new TetherError(
+          'INVALID_ARGUMENT',
+          'escalate needs a justification: say in one or two sentences why this command must run outside the sandbox',
+        );
+      }
       if (args.run_in_background) return background(ctx, args);
-      return persistent ? inPersistentShell(ctx, args) : oneShot(ctx, args);
+      // An escalated command cannot run inside the (sandboxed) persistent shell: it gets its own.
+      return persistent && !args.escalate ? inPersistentShell(ctx, args) : oneShot(ctx, args);
     },
   });
 }
@@ -82,18 +105,20 @@ With run_in_background: true the command runs as a background job in a fresh she
 
 async function oneShot(ctx: ToolContext, args: BashArgs): Promise<ToolOutput> {
   const timeoutMs = args.timeout_ms ?? DEFAULT_BASH_TIMEOUT_MS;
-  // With the owner: its identity is in the command's env (S3).
+  // With the owner: its identity is in the command's env (S3), its placement and policy (X4, A1).
   const result = await ctx.rt.shell.run(
     {
       command: args.command,
       timeoutMs,
       ...(args.workdir !== undefined ? { cwd: args.workdir } : {}),
       ...(ctx.signal ? { signal: ctx.signal } : {}),
+      ...policyFields(args), // A1, A4: what the approver sees, the escalation asked for
     },
     ctx.owner,
   );
   const output = fitShellOutput(result, ctx.budget - FACTS_RESERVE);
-  const text = `${withNewline(output) || '(no output)\n'}${shellFacts(result, timeoutMs)}`;
+  const note = result.sandbox ? sandboxNote(result.output, result.exitCode, result.sandbox) : '';
+  const text = `${withNewline(output) || '(no output)\n'}${shellFacts(result, timeoutMs)}${note && `\n${note}`}`;
   const { output: _full, ...facts } = result;
   return { text, data: { ...facts, output } };
 }
@@ -120,8 +145,20 @@ async function background(ctx: ToolContext, args: BashArgs): Promise<ToolOutput>
     ...(args.workdir !== undefined ? { cwd: args.workdir } : {}),
     ...(args.timeout_ms !== undefined ? { timeoutMs: args.timeout_ms } : {}),
     ...(ctx.signal ? { signal: ctx.signal } : {}),
+
+    ...policyFields(args),
   });
   return { text: describeStartedJob(job), data: { job } };
+}
+
+// What the policy step shows the approver (A1) and the escalation asked for (A4).
+function policyFields(args: BashArgs): Pick<ShellRequest, 'escalate' | 'justification'> {
+  return {
+    ...(args.escalate && args.justification !== undefined
+      ? { escalate: { justification: args.justification } }
+      : {}),
+    ...(args.justification !== undefined ? { justification: args.justification } : {}),
+  };
 }
 
 // The shell already cut to its cap behind its own marker; cut again only past the budget.

@@ -1,4 +1,6 @@
 import { TetherError } from '../errors.js';
+import { PolicyDeniedError } from '../policy/policy-denied.js';
+import { policyNextStep } from './policy-text.js';
 import { type FailedCall, modelFailure } from './tool-error-text.js';
 import type { ToolErrorCode, ToolResult } from './tool-types.js';
 
@@ -25,6 +27,8 @@ export function failure(code: ToolErrorCode, message: string, next?: string): To
  * ```
  */
 export function errorResult(err: unknown, call: FailedCall): ToolResult {
+  // A1, A4: a denial already speaks to the model; its next step depends on who denied it.
+  if (err instanceof PolicyDeniedError) return failure(err.code, err.message, policyNextStep(err));
   if (err instanceof TetherError) {
     const { message, next } = modelFailure(err, call);
     return failure(err.code, message, next);

@@ -69,7 +69,7 @@ export function agentHarness(
   });
   const lifetime = new AbortController();
   const shell = (): ShellDeps => ({
-    provider: current,
+    provider: () => current,
     lifetime: lifetime.signal,
     spillPool: null,
     defaults: { shell: '/bin/bash', cwd: '/', outputCapChars: 30_000, cleanupGraceMs: 500, drainMs: 500 },
@@ -81,7 +81,7 @@ export function agentHarness(
     agents,
     errors,
     background: (agent, command, env) =>
-      jobs.start(agent.owner, shellJobSpec(shell(), { command, ...(env ? { env } : {}) })),
+      jobs.start(agent.owner, shellJobSpec(shell(), agent.owner, { command, ...(env ? { env } : {}) })),
     swapProvider() {
       current = createLocalProvider();
       used.push(current);

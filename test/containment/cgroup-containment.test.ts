@@ -68,8 +68,9 @@ describe.runIf(cgroupHere)('containment: cgroup (as root)', () => {
     cleanups.push(() => rt.dispose());
     const owner = rt.owners.host().token;
     const term = await rt.terminals.open(owner, {});
-    const sent = await rt.terminals.send(owner, term.id, 'cat /proc/$$/cgroup | grep ^0::\r', {});
-    expect(sent.output).toMatch(/0::\/.*tether-[\w-]+\/t\d+/);
+    // execute returns once the command ended (markers), whatever the load; send may settle first.
+    const ran = await rt.terminals.execute(owner, term.id, 'grep ^0:: /proc/$$/cgroup');
+    expect(ran.output).toMatch(/0::\/.*tether-[\w-]+\/t\d+/);
   });
 
   it('K2: nothing of a killed tree survives — setsid env -i, double fork with closed fds, nohup, stopped, TERM-ignoring leader; proof cgroup', async () => {

@@ -5,6 +5,7 @@ import { createRuntime, type JobInfo, type OwnerLease, type Runtime } from '../.
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import { alive, announced, type SeenProcess, sessionOf } from '../support/proc-oracle.js';
+import { waitFor } from '../support/spawn-tree.js';
 
 // J7, J8 and the guarantee matrix (G) against the real `rt.shell.background` producer — not a
 // test double — with /proc as the oracle: each script announces its pids, and the test checks
@@ -70,7 +71,12 @@ describe('rt.shell.background: kill and drain against the real producer', () => 
     const info = await rt.shell.background(lease.token, { command: INT_TRAP_TREE });
     const out = await readUntil(lease, info.id, 'started\n');
     const tree = announced(out, ['child', 'escaped']);
-    expect(sessionOf(tree[1]!.pid)).not.toBe(sessionOf(tree[0]!.pid)); // it really left the session
+    // `$!` is announced before setsid(2) ran in that child: wait until it has its own session.
+    await waitFor(
+      () => sessionOf(tree[1]!.pid) !== sessionOf(tree[0]!.pid) || null,
+      'the setsid escapee',
+      5_000,
+    );
     const completion = aliveAtCompletion(lease, new Map([[info.id, tree]]));
     expect(await rt.jobs.kill(lease.token, info.id)).toBe('requested');
     expect(await rt.jobs.wait(lease.token, info.id, 60_000)).toBe(true);

@@ -1,8 +1,10 @@
 import type { Readable, Writable } from 'node:stream';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createRuntime } from '../../runtime.js';
 import type { RuntimeOptions } from '../../runtime-options.js';
 import { bindTools, createToolRegistry, DEFAULT_OUTPUT_BUDGET_CHARS } from '../../tools/tool-registry.js';
+import { type McpApproveMode, mcpPolicy } from './mcp-approval.js';
 import { createMcpServer } from './mcp-server.js';
 
 /** Options of `serveMcpOverStdio`. */
@@ -11,6 +13,12 @@ export interface McpStdioOptions {
   /** `bash` runs in a hidden persistent terminal (SPEC section 8). Default `false`. */
   readonly persistentBash?: boolean;
   readonly outputBudgetChars?: number;
+  /**
+   * A5: who answers the policy's asks (commands rules cannot judge, escalations): `elicit`
+   * asks the client's user through MCP elicitation, `allow` / `deny` answer themselves. It
+   * replaces `runtime.policy`. Default: none (no policy; escalations are denied).
+   */
+  readonly approve?: McpApproveMode;
   /** Reported to the client as the server's version. */
   readonly version?: string;
   /** Protocol in; default `process.stdin`. */
@@ -43,7 +51,11 @@ export async function serveMcpOverStdio(options: McpStdioOptions = {}): Promise<
   const log = options.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
   const outputBudgetChars = options.outputBudgetChars ?? DEFAULT_OUTPUT_BUDGET_CHARS;
 
-  const rt = await createRuntime(options.runtime);
+  let connection: Server | null = null; // the approver asks through it (A5)
+  const rt = await createRuntime({
+    ...options.runtime,
+    ...(options.approve !== undefined ? { policy: mcpPolicy(options.approve, () => connection) } : {}),
+  });
   const lease = rt.owners.host();
   const registry = createToolRegistry(rt, {
     outputBudgetChars,
@@ -57,6 +69,7 @@ export async function serveMcpOverStdio(options: McpStdioOptions = {}): Promise<
     version: options.version ?? '0.0.0',
     onError: (err) => log(`tether mcp: could not send a notice: ${String(err)}`),
   });
+  connection = server;
 
   // Acquire and release together: every way the connection can end is registered before connect.
   const ended = new AbortController();

@@ -104,7 +104,10 @@ describe.runIf(stdinProofSupported())('probeStdinRead (T6) proves nothing that i
     const t = await openTerminal();
     const v = await probesWhileRunning(t, 'sleep 30', ['sleep'], 200);
     expect(proofs(v)).toEqual([]);
-    expect(reasons(v)).toEqual(new Set(['not-waiting']));
+    // Asleep in nanosleep: not waiting on the terminal. Under load a probe may also catch it
+    // still starting up (running: `busy`); it is never anything else.
+    expect(reasons(v).has('not-waiting')).toBe(true);
+    expect([...reasons(v)].filter((r) => r !== 'not-waiting' && r !== 'busy')).toEqual([]);
   });
 
   it('T6: a busy loop in the shell is never proven (200 probes)', async () => {

@@ -1,0 +1,162 @@
+import type { OwnerRegistry } from '../owners/owner-registry.js';
+import type { AgentOwnerToken } from '../owners/owner-token.js';
+import { assertProvider } from '../runtime-options.js';
+import { type Confinement, resolveConfinement } from '../sandbox/sandbox-options.js';
+import { createSandboxProvider, type SandboxProvider } from '../sandbox/sandbox-provider.js';
+import { findSandboxTools, type SandboxTools } from '../sandbox/sandbox-tools.js';
+import type { SandboxDescription } from '../sandbox/sandbox-types.js';
+import type { SubprocessProvider } from '../subprocess/types.js';
+import type { PlacedProvider, PlacementOptions } from './placement-types.js';
+
+/**
+ * `rt.stats().sandbox`: the runtime's default confinement and the enclaves running now.
+ *
+ * @example
+ * ```ts
+ * const { mode, mechanism, enclaves } = rt.stats().sandbox; // 'workspace-write', 'bubblewrap', 2
+ * ```
+ */
+export interface SandboxStats extends SandboxDescription {
+  /** Owners (and the ownerless default) whose enclave runs now. */
+  readonly enclaves: number;
+}
+
+/**
+ * X4 placement: which provider starts an owner's processes. An owner placed with its own
+ * provider, sandbox or isolation gets a provider of its own (made on first use, ended with
+ * the owner); every other owner shares the runtime's.
+ */
+export interface Placement {
+  /**
+   * The provider for `owner` (`undefined`: an ownerless `rt.shell.run`). `escalate`: the
+   * owner's provider without its sandbox (A4, approved by the policy step before this).
+   */
+  providerFor(owner: AgentOwnerToken | undefined, opts?: { readonly escalate?: boolean }): PlacedProvider;
+  /** Places `owner` (validated first: INVALID_ARGUMENT naming the field). Call before it spawns. */
+  assign(owner: AgentOwnerToken, options: PlacementOptions): void;
+  /** Validates placement options without placing anyone (what `agents.create` checks first). */
+  check(options: PlacementOptions, what: string): void;
+  /** Ends the owner's enclave once its processes are gone (`settled` drains them first). */
+  drainOwner(owner: AgentOwnerToken): Promise<void>;
+  stats(): SandboxStats;
+  /** Ends every enclave. Idempotent. */
+  dispose(): Promise<void>;
+}
+
+export interface PlacementDeps {
+  readonly owners: OwnerRegistry;
+  /** The runtime's current provider (a reload swaps it, S5). */
+  readonly base: () => SubprocessProvider;
+  /** The runtime's own placement: `createRuntime({ sandbox, isolation })`. */
+  readonly defaults: PlacementOptions;
+  /** The working directory: the default writable root. */
+  readonly cwd: string;
+  readonly cleanupGraceMs: number;
+  /** Takes ownership of a provider an owner was placed on (the runtime disposes it, S2). */
+  readonly adopt: (provider: SubprocessProvider) => void;
+  /** Resolves once the owner's terminals and jobs are drained (D1 order: before its enclave ends). */
+  readonly settled: (owner: AgentOwnerToken) => Promise<void>;
+}
+
+interface Placed {
+  readonly provider: SubprocessProvider | undefined;
+  readonly confinement: Confinement | null;
+  confined: SandboxProvider | null;
+}
+
+const RUNTIME = Symbol('runtime');
+
+/**
+ * Creates the runtime's placement. The runtime's default confinement is resolved (and its
+ * tools found) here, so a sandbox this machine cannot give fails at `createRuntime`.
+ *
+ * @example
+ * ```ts
+ * const placement = createPlacement({ owners, base: () => current, defaults: { sandbox }, cwd, cleanupGraceMs: 2000,
+ *   adopt: (p) => providers.add(p), settled: async (o) => { await terminals.drainOwner(o); await jobs.drainOwner(o); } });
+ * const provider = placement.providerFor(agent.owner);
+ * ```
+ */
+export function createPlacement(deps: PlacementDeps): Placement {
+  const resolve = (options: PlacementOptions, what: string): Confinement | null =>
+    resolveConfinement(options.sandbox, options.isolation, deps.cwd, what);
+  const runtimeConfinement = resolve(deps.defaults, 'sandbox');
+  let tools: SandboxTools | null = runtimeConfinement ? findSandboxTools() : null;
+  const placed = new Map<string | typeof RUNTIME, Placed>();
+  let disposing: Promise<void> | null = null;
+
+  const toolsNow = (): SandboxTools => {
+    tools ??= findSandboxTools();
+    return tools;
+  };
+  const keyOf = (owner: AgentOwnerToken | undefined) =>
+    owner === undefined ? RUNTIME : deps.owners.keyOf(deps.owners.assertLive(owner));
+  const entryFor = (key: string | typeof RUNTIME): Placed => {
+    let entry = placed.get(key);
+    if (entry === undefined) {
+      entry = { provider: undefined, confinement: runtimeConfinement, confined: null };
+      placed.set(key, entry);
+    }
+    return entry;
+  };
+
+  return {
+    providerFor(owner, opts = {}) {
+      const entry = placed.get(keyOf(owner)) ?? (runtimeConfinement ? entryFor(keyOf(owner)) : undefined);
+      const base = entry?.provider ?? deps.base();
+      if (entry?.confinement == null || opts.escalate) return base;
+      entry.confined ??= createSandboxProvider(() => entry.provider ?? deps.base(), {
+        confinement: entry.confinement,
+        cleanupGraceMs: deps.cleanupGraceMs,
+        tools: toolsNow(),
+      });
+      return entry.confined;
+    },
+    check(options, what) {
+      if (options.provider !== undefined) assertProvider(options.provider, `${what}.provider`);
+      if (resolve(options, `${what}.sandbox`) !== null) toolsNow();
+    },
+    assign(owner, options) {
+      this.check(options, 'placement');
+      const key = keyOf(owner);
+      const sandbox = options.sandbox ?? deps.defaults.sandbox;
+      const isolation = options.isolation ?? deps.defaults.isolation;
+      if (options.provider !== undefined) deps.adopt(options.provider);
+      placed.set(key, {
+        provider: options.provider,
+        confinement: resolveConfinement(sandbox, isolation, deps.cwd),
+        confined: null,
+      });
+    },
+    async drainOwner(owner) {
+      const key = deps.owners.keyOf(deps.owners.assertKnown(owner));
+      const entry = placed.get(key);
+      if (entry === undefined) return;
+      await deps.settled(owner);
+      placed.delete(key);
+      await entry.confined?.dispose();
+    },
+    stats() {
+      const d = runtimeConfinement?.description;
+      let enclaves = 0;
+      for (const entry of placed.values()) enclaves += entry.confined?.enclaves ?? 0;
+      return {
+        mode: d?.mode ?? 'off',
+        mechanism: d ? 'bubblewrap' : 'none',
+        network: d?.network ?? 'host',
+        isolation: d ? 'pid' : 'none',
+        writableRoots: d?.writableRoots ?? [],
+        denyRead: d?.denyRead ?? [],
+        enclaves,
+      };
+    },
+    dispose() {
+      disposing ??= (async () => {
+        const all = [...placed.values()];
+        placed.clear();
+        await Promise.allSettled(all.map((entry) => entry.confined?.dispose()));
+      })();
+      return disposing;
+    },
+  };
+}

@@ -1,0 +1,162 @@
+import { assertArgument } from '../errors.js';
+import { basename, commandTargets } from './command-targets.js';
+import type { PolicyDecision, PolicyRule, SimpleCommand } from './policy-types.js';
+import type { ParsedLine } from './shell-parse.js';
+
+/**
+ * What the rules and the default say about a line, and why in words.
+ *
+ * @example
+ * ```ts
+ * const v: LineVerdict = { decision: 'ask', reason: 'rules cannot judge this line: …', undecidable: ['backticks `…`'] };
+ * ```
+ */
+export interface LineVerdict {
+  readonly decision: PolicyDecision;
+  readonly reason: string;
+  /** Why no rule may allow it (the parser's and each command's run-time shapes). */
+  readonly undecidable: readonly string[];
+}
+
+const RANK: Readonly<Record<PolicyDecision, number>> = { allow: 0, ask: 1, deny: 2 };
+const stricter = (a: PolicyDecision, b: PolicyDecision): PolicyDecision => (RANK[a] >= RANK[b] ? a : b);
+
+/**
+ * Judges a parsed line (SPEC A2): a line is allowed only when every simple command is (and
+ * every program a wrapper in it runs); any deny denies; a shape no parser can decide is never
+ * allowed by a rule: it asks, or takes the default when that is stricter. `escalate` (A4) is
+ * never allowed by a rule either.
+ *
+ * @example
+ * ```ts
+ * judgeLine(parser.parse('git status; rm -rf /'), rules, 'ask');
+ * // { decision: 'deny', reason: 'rule deny [rm] matches `rm -rf /`', undecidable: [] }
+ * ```
+ */
+export function judgeLine(
+  line: ParsedLine,
+  rules: readonly PolicyRule[],
+  fallback: PolicyDecision,
+  escalate = false,
+): LineVerdict {
+  const undecidable = new Set(line.undecidable);
+  let decision: PolicyDecision = 'allow';
+  let reason = 'the line runs no command';
+  for (const command of line.commands) {
+    const { targets, problems } = commandTargets(command.argv);
+    for (const p of problems) undecidable.add(p);
+    for (const target of targets) {
+      const rule = strictestMatch(rules, target.argv);
+      if (rule === null && target.wrapper) continue; // a wrapper passes the decision on
+      const d = rule?.decision ?? fallback;
+      if (RANK[d] > RANK[decision] || reason === 'the line runs no command') {
+        decision = stricter(decision, d);
+        reason = explain(rule, d, command, target.argv);
+      }
+      if (decision === 'deny') return { decision, reason, undecidable: [...undecidable] };
+    }
+  }
+  if (undecidable.size > 0) {
+    const d = stricter('ask', fallback);
+    const why = `rules cannot judge this line: ${[...undecidable].join('; ')}`;
+    return {
+      decision: d,
+      reason: d === 'ask' ? why : `${why}, and the default is ${d}`,
+      undecidable: [...undecidable],
+    };
+  }
+  if (escalate) {
+    return {
+      decision: stricter('ask', decision),
+      reason: 'running outside the sandbox always needs approval',
+      undecidable: [],
+    };
+  }
+  return { decision, reason, undecidable: [] };
+}
+
+/**
+ * Judges opening a terminal (SPEC A1): its shell is matched by the rules like a command's first
+ * word (`{ decision: 'allow', prefix: ['/bin/bash'] }`), else the default applies. An
+ * interactive shell reads commands from its input by design: that input is raw input (the
+ * policy's `rawInput`), not a shape to ask about.
+ *
+ * @example
+ * ```ts
+ * judgeTerminal('/bin/bash', rules, 'ask');
+ * ```
+ */
+export function judgeTerminal(
+  shell: string,
+  rules: readonly PolicyRule[],
+  fallback: PolicyDecision,
+): LineVerdict {
+  const rule = strictestMatch(rules, [shell]);
+  const command = { argv: [shell], text: shell, redirects: [] };
+  return {
+    decision: rule?.decision ?? fallback,
+    reason: explain(rule, rule?.decision ?? fallback, command, command.argv),
+    undecidable: [],
+  };
+}
+
+/**
+ * Checks a policy's rules (INVALID_ARGUMENT naming the rule) so a typo fails at
+ * `createRuntime` or `agents.create`, not at the first command.
+ *
+ * @example
+ * ```ts
+ * assertRules([{ decision: 'allow', prefix: ['git', 'status'] }]);
+ * ```
+ */
+export function assertRules(rules: unknown): asserts rules is readonly PolicyRule[] {
+  assertArgument(Array.isArray(rules), 'policy.rules must be an array of { decision, prefix }');
+  rules.forEach((rule: Partial<PolicyRule> | null, i) => {
+    assertArgument(
+      typeof rule === 'object' && rule !== null && ['allow', 'ask', 'deny'].includes(rule.decision as string),
+      `policy.rules[${i}].decision must be 'allow', 'ask' or 'deny'`,
+    );
+    assertArgument(
+      Array.isArray(rule.prefix) &&
+        rule.prefix.length > 0 &&
+        rule.prefix.every((w) => typeof w === 'string' && w.length > 0),
+      `policy.rules[${i}].prefix must be a non-empty array of argv words, e.g. ['git', 'status']`,
+    );
+  });
+}
+
+// The strictest rule whose prefix starts this argv; unknown (`null`) words never match.
+function strictestMatch(rules: readonly PolicyRule[], argv: readonly (string | null)[]): PolicyRule | null {
+  let best: PolicyRule | null = null;
+  for (const rule of rules) {
+    if (!matches(rule, argv)) continue;
+    if (best === null || RANK[rule.decision] > RANK[best.decision]) best = rule;
+  }
+  return best;
+}
+
+function matches(rule: PolicyRule, argv: readonly (string | null)[]): boolean {
+  if (argv.length < rule.prefix.length) return false;
+  return rule.prefix.every((word, i) => {
+    const actual = argv[i];
+    if (actual === null || actual === undefined) return false;
+    if (actual === word) return true;
+    // deny and ask also catch `/bin/rm` for `rm`; allow never does (a planted ./git is not git).
+    return i === 0 && rule.decision !== 'allow' && !word.includes('/') && basename(actual) === word;
+  });
+}
+
+function explain(
+  rule: PolicyRule | null,
+  d: PolicyDecision,
+  command: SimpleCommand,
+  argv: readonly (string | null)[],
+): string {
+  const shown = argv === command.argv ? command.text : `${command.text}\` (which runs \`${show(argv)}`;
+  if (rule === null) return `no rule matches \`${shown}\` and the default is ${d}`;
+  return `rule ${rule.decision} [${rule.prefix.join(' ')}] matches \`${shown}\``;
+}
+
+function show(argv: readonly (string | null)[]): string {
+  return argv.map((w) => w ?? '…').join(' ');
+}
