@@ -24,8 +24,9 @@ function compose() {
   const jobs = createJobService({ owners });
   const agents = createAgentService({ owners, jobs });
   const lifetime = new AbortController();
+  const local = createLocalProvider();
   const shell = {
-    provider: createLocalProvider(),
+    provider: () => local,
     lifetime: lifetime.signal,
     spillPool: null,
     defaults: {
@@ -39,7 +40,7 @@ function compose() {
   return {
     agents,
     jobs,
-    background: (agent, command) => jobs.start(agent.owner, shellJobSpec(shell, { command })),
+    background: (agent, command) => jobs.start(agent.owner, shellJobSpec(shell, agent.owner, { command })),
     async dispose() {
       await agents.dispose();
       lifetime.abort();

@@ -1,8 +1,11 @@
+import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /**
  * Runs `run` once and measures it the way every flood benchmark here does: MB/s of `bytes`,
- * peak RSS growth (sampled every 20 ms) and the main event loop's p99 delay.
+ * peak RSS growth (sampled every 20 ms), the main event loop's p99 and max delay, and the CPU
+ * time this process spent (every thread, user + system): on a loaded machine wall time swings
+ * with the scheduler, CPU time per byte much less.
  */
 export async function measureFlood(run, bytes) {
   const delay = monitorEventLoopDelay({ resolution: 1 });
@@ -12,18 +15,59 @@ export async function measureFlood(run, bytes) {
     peak = Math.max(peak, process.memoryUsage().rss);
   }, 20);
   delay.enable();
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   try {
     const result = await run();
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
     return {
+      cpuMs: (cpu.user + cpu.system) / 1000,
       result,
       mbps: bytes / 1e6 / seconds,
       rssGrowthMiB: (peak - rss0) / 2 ** 20,
       p99ms: delay.percentile(99) / 1e6,
+      maxms: delay.max / 1e6,
     };
   } finally {
     delay.disable();
     clearInterval(sampler);
   }
+}
+
+/**
+ * Runs every variant `runs` times, interleaved (raw, tether, raw, tether, …) so that drift on
+ * the machine hits all of them alike; returns each variant's list of {@link measureFlood}s.
+ */
+export async function interleaved(runs, bytes, variants) {
+  const all = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
+  for (let i = 0; i < runs; i++) {
+    for (const [name, run] of Object.entries(variants)) all[name].push(await measureFlood(run, bytes));
+  }
+  return all;
+}
+
+export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** `min–max (median m)` of `xs`, each with `digits` decimals. */
+export function spread(xs, digits = 0) {
+  const f = (x) => x.toFixed(digits);
+  return `${f(Math.min(...xs))}–${f(Math.max(...xs))} (median ${f(median(xs))})`;
+}
+
+/** The ratio of medians, and the spread of the per-run ratios (run i of `a` over run i of `b`). */
+export function ratioSpread(a, b) {
+  const perRun = a.map((x, i) => x / b[i]);
+  return `${(median(a) / median(b)).toFixed(2)}× (per run ${spread(perRun, 2)})`;
+}
+
+/** The 1-minute load average; warns on stderr when other work shares the machine (> 0.5). */
+export function checkLoad(when) {
+  const [one] = loadavg();
+  if (one > 0.5)
+    console.error(
+      `warning: load average ${one.toFixed(2)} ${when}: other work shares this machine; ` +
+        'its figures are not comparable (run benchmarks alone)',
+    );
+  return one;
 }

@@ -33,6 +33,12 @@ export interface RuntimeOptions {
    */
   readonly spillDir?: string | false;
   /**
+   * C2, G: `durable: true` fsyncs each spill and its directory before its path is published,
+   * so a published spill also survives an OS crash or power loss (a kept spill outlives the
+   * runtime). Default false: the atomic rename alone makes a spill complete-or-absent.
+   */
+  readonly spill?: { readonly durable?: boolean };
+  /**
    * K1: the boundary of every process tree. Default: the strongest available — `cgroup` where
    * a writable cgroup v2 hierarchy exists (root, or a delegated subtree), else `marker`.
    * `'cgroup'` fails with CONTAINMENT_UNAVAILABLE (naming what is missing) where it is not.
@@ -104,6 +110,7 @@ export interface ResolvedOptions {
   readonly sandbox: SandboxOptions | undefined;
   readonly isolation: IsolationMode | undefined;
   readonly spillDir: string | false;
+  readonly spillDurable: boolean;
   readonly containment: 'auto' | 'cgroup' | 'marker';
   readonly stateDir: string;
   readonly spillBudgetBytes: number;
@@ -135,6 +142,7 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     sandbox: options.sandbox,
     isolation: options.isolation,
     spillDir: options.spillDir ?? join(tmpdir(), 'tether-spill'),
+    spillDurable: options.spill?.durable ?? false,
     containment: options.containment ?? 'auto',
     stateDir: options.stateDir ?? defaultStateDir(),
     spillBudgetBytes: limits.spillBudgetBytes ?? 1 << 30,
@@ -159,6 +167,10 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   assertArgument(
     resolved.spillDir === false || (typeof resolved.spillDir === 'string' && resolved.spillDir.length > 0),
     'spillDir must be a directory path, or false to never spill',
+  );
+  assertArgument(
+    typeof resolved.spillDurable === 'boolean',
+    'spill.durable must be true or false (true: fsync each spill before publishing it)',
   );
   assertArgument(
     options.containment === undefined || options.containment === 'cgroup' || options.containment === 'marker',

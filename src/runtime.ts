@@ -166,7 +166,10 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   facts.emit({ type: 'runtime.started', pid: process.pid, containment });
   if (boundary.recovered.length > 0) facts.emit(recoveryFact(boundary.recovered));
   const spillRoot = opts.spillDir;
-  const spillPool = boundary.spillDir === null ? null : createSpillPool({ dir: boundary.spillDir });
+  const spillPool =
+    boundary.spillDir === null
+      ? null
+      : createSpillPool({ dir: boundary.spillDir, durable: opts.spillDurable });
   const spills =
     boundary.spillDir === null || spillRoot === false
       ? null

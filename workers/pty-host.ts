@@ -20,6 +20,7 @@ import type {
   PtyHostWorkerData,
   PtyOpenRequest,
 } from '../src/subprocess/pty/pty-protocol.js';
+import { PtyCaptures } from './pty-captures.js';
 import { PtyMaster } from './pty-master.js';
 import { findExecutable } from './pty-path.js';
 
@@ -27,10 +28,11 @@ const port = parentPort;
 if (port === null) throw new Error('workers/pty-host.js must run as a worker thread');
 const tuning = workerData as PtyHostWorkerData;
 const masters = new Map<number, PtyMaster>();
+const post = (event: PtyHostEvent): void => port.postMessage(event);
+// T7: execute's marker search and capping run here, never on the main thread.
+const captures = new PtyCaptures(post);
 let dying = false;
 const exitThread = process.exit.bind(process);
-
-const post = (event: PtyHostEvent): void => port.postMessage(event);
 
 port.on('message', (req: PtyHostRequest) => {
   switch (req.type) {
@@ -49,6 +51,13 @@ port.on('message', (req: PtyHostRequest) => {
       break;
     case 'ack':
       masters.get(req.id)?.ack(req.chars);
+      break;
+    case 'capture':
+      if (masters.has(req.id)) captures.watch(req.id, req.capture, req.marks, req.capChars);
+      else captures.answerGone(req.id, req.capture);
+      break;
+    case 'release':
+      captures.release(req.id, req.capture);
       break;
     case 'crash':
       setImmediate(() => {
@@ -82,9 +91,13 @@ function open(req: PtyOpenRequest): void {
   let master: PtyMaster;
   try {
     master = PtyMaster.fork(req, tuning, {
-      data: (text) => post({ type: 'data', id: req.id, text }),
+      data: (text) => {
+        post({ type: 'data', id: req.id, text });
+        captures.scan(req.id, text);
+      },
       exit: (exitCode, signal) => {
         masters.delete(req.id);
+        captures.releaseAll(req.id);
         post({ type: 'exit', id: req.id, exitCode, signal });
         // Not inside node-pty's exit callback: process.exit() there would abort the process.
         if (dying && masters.size === 0) setImmediate(() => exitThread(1));

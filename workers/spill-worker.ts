@@ -22,8 +22,18 @@ export type SpillTask =
       readonly length: number;
       readonly position: number;
     }
-  /** fsync `temp`, rename it to `final`, fsync `dir`. On failure nothing is left at `final`. */
-  | { readonly op: 'commit'; readonly dir: string; readonly temp: string; readonly final: string }
+  /**
+   * Rename `temp` to `final` (complete-or-absent: a reader never sees a partial name). With
+   * `durable`, fsync `temp` first and `dir` after, so the file also survives an OS crash.
+   * On failure nothing is left at `final`.
+   */
+  | {
+      readonly op: 'commit';
+      readonly dir: string;
+      readonly temp: string;
+      readonly final: string;
+      readonly durable: boolean;
+    }
   /** Remove `temp` if it exists. */
   | { readonly op: 'remove'; readonly temp: string };
 
@@ -53,7 +63,7 @@ export default function runSpillTask(task: SpillTask): SpillTaskResult {
         write(task.temp, new Uint8Array(task.data, 0, task.length), task.position);
         return handBack(task.data);
       case 'commit':
-        return commit(task.dir, task.temp, task.final);
+        return commit(task);
       case 'remove':
         rmSync(task.temp, { force: true });
         return { ok: true };
@@ -90,7 +100,11 @@ function handBack(data: ArrayBuffer): SpillTaskResult {
   return move({ [transferableSymbol]: data, [valueSymbol]: result }) as unknown as SpillTaskResult;
 }
 
-function commit(dir: string, temp: string, final: string): SpillTaskResult {
+function commit({ dir, temp, final, durable }: Extract<SpillTask, { op: 'commit' }>): SpillTaskResult {
+  if (!durable) {
+    renameSync(temp, final);
+    return { ok: true };
+  }
   const fd = openSync(temp, constants.O_WRONLY);
   try {
     fsyncSync(fd);

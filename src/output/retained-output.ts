@@ -113,23 +113,29 @@ export class RetainedOutput {
   }
 
   // Up to `max` characters from the window start, never ending between the halves of a
-  // retained surrogate pair unless the page can hold only one character.
+  // retained surrogate pair unless the page can hold only one character. A page spanning
+  // chunks is a rope of slices (no copy here; see `concatBalanced`), so a read costs
+  // O(chunks in the page), never a copy of the page or of the retained buffer.
   #take(max: number): string {
     const parts: string[] = [];
-    let need = Math.min(max, this.#end - this.#start);
+    const want = Math.min(max, this.#end - this.#start);
+    let need = want;
     let offset = this.#head;
     for (let i = this.#first; need > 0 && i < this.#chunks.length; i++) {
       const chunk = this.#chunks[i]!;
-      const part = chunk.slice(offset, offset + need);
+      const part = offset === 0 && need >= chunk.length ? chunk : chunk.slice(offset, offset + need);
       parts.push(part);
       need -= part.length;
       offset = 0;
     }
-    const text = parts.length === 1 ? parts[0]! : parts.join('');
-    const more = this.#start + text.length < this.#end;
-    if (more && text.length > 1 && isHighSurrogate(text.charCodeAt(text.length - 1)))
-      return text.slice(0, -1);
-    return text;
+    const more = want < this.#end - this.#start;
+    const last = parts[parts.length - 1];
+    // Looked up in the last part: `charCodeAt` on a rope would flatten (copy) it.
+    if (more && last !== undefined && want > 1 && isHighSurrogate(last.charCodeAt(last.length - 1))) {
+      if (last.length === 1) parts.pop();
+      else parts[parts.length - 1] = last.slice(0, -1);
+    }
+    return concatBalanced(parts);
   }
 
   // Forgets everything before absolute offset `to`; an overflow also drops half a pair.
@@ -140,6 +146,8 @@ export class RetainedOutput {
       this.#head += step;
       this.#start += step;
       if (this.#head === chunk.length) {
+        // Unreferenced at once: a consumed slot must not keep its chunk alive until #compact.
+        this.#chunks[this.#first] = '';
         this.#first++;
         this.#head = 0;
       }
@@ -163,4 +171,19 @@ export class RetainedOutput {
       this.#first = 0;
     }
   }
+}
+
+// Joins `parts` as a balanced rope (V8 cons strings): no character is copied, and the tree is
+// log2(parts) deep, so flattening it later (by whoever needs a flat string) never recurses
+// deeply. `Array.prototype.join` would copy the whole page on every read (issue 15).
+function concatBalanced(parts: string[]): string {
+  if (parts.length === 0) return '';
+  let level = parts;
+  while (level.length > 1) {
+    const next: string[] = [];
+    for (let i = 0; i < level.length; i += 2)
+      next.push(i + 1 < level.length ? level[i]! + level[i + 1]! : level[i]!);
+    level = next;
+  }
+  return level[0]!;
 }

@@ -7,7 +7,7 @@ export type SpillOutcome = { readonly path: string } | { readonly error: string 
 
 /**
  * One spill file being written. The main thread only copies bytes into a batch; the spill
- * worker does every open, write, fsync and rename.
+ * worker does every open, write, rename (and fsync, when durable).
  *
  * @example
  * ```ts
@@ -26,8 +26,8 @@ export interface SpillWriter {
   /** Resolves once in-flight bytes are back under the cap, or the writer failed or closed. */
   drained(): Promise<void>;
   /**
-   * Flush, fsync, atomic rename; resolves { path } only when every byte was written and synced,
-   * else { error } (and the temp file is removed). Never rejects; calling it again returns the
+   * Flush, atomic rename (fsync first when the pool is `durable`); resolves { path } only when
+   * every byte was written, else { error } (and the temp file is removed). Never rejects; calling it again returns the
    * same outcome.
    */
   finish(): Promise<SpillOutcome>;
@@ -41,6 +41,8 @@ export interface SpillContext {
   readonly dir: string;
   readonly batchBytes: number;
   readonly maxInFlightBytes: number;
+  /** fsync the file and its directory before the rename is published (`spill: { durable: true }`). */
+  readonly durable: boolean;
   /** Runs one task on the pool; never rejects (a task that could not run is `{ ok: false }`). */
   readonly run: (task: SpillTask, transferList?: ArrayBuffer[]) => Promise<SpillTaskResult>;
   /** A batch buffer of `batchBytes` (recycled; its old contents are overwritten). */
@@ -125,6 +127,7 @@ export class SpillFileWriter implements SpillWriter {
           dir: this.#ctx.dir,
           temp: this.#temp,
           final: this.#final,
+          durable: this.#ctx.durable,
         });
         if (!committed.ok) this.#fail(committed.error);
       }

@@ -28,6 +28,12 @@ export interface SpillPoolOptions {
   readonly maxInFlightBytes?: number;
   /** How long an idle worker thread lives. Default 5 s. */
   readonly idleTimeoutMs?: number;
+  /**
+   * fsync each spill and its directory before publishing it (survives an OS crash or power
+   * loss). Default false: the rename alone makes a spill complete-or-absent for every reader
+   * and across a crash of this process (see the G matrix in the README).
+   */
+  readonly durable?: boolean;
 }
 
 /**
@@ -50,6 +56,7 @@ export function createSpillPool(opts: SpillPoolOptions): SpillPool {
     batchBytes = 1 << 20,
     maxInFlightBytes = 8 << 20,
     idleTimeoutMs = 5000,
+    durable = false,
   } = opts;
   assertArgument(typeof dir === 'string' && dir !== '', 'spill dir must be a non-empty path');
   for (const [name, value] of Object.entries({ maxThreads, batchBytes, maxInFlightBytes, idleTimeoutMs })) {
@@ -74,6 +81,7 @@ export function createSpillPool(opts: SpillPoolOptions): SpillPool {
     dir: resolve(dir),
     batchBytes,
     maxInFlightBytes: Math.max(maxInFlightBytes, batchBytes),
+    durable,
     // A task that could not run (pool torn down, thread crashed) is a failed task, not a rejection.
     run: (task, transferList) =>
       piscina.run(task, transferList ? { transferList } : {}).catch((err: unknown) => ({

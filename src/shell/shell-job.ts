@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument } from '../errors.js';
 import type { JobExit, JobHooks, JobInfo, JobRunContext, JobService, JobSpec } from '../jobs/job-types.js';
@@ -134,17 +135,19 @@ function track(child: SubprocessHandle, ctx: JobRunContext, deps: ShellDeps, tim
   return { cancel, done };
 }
 
-// Streams decoded text into the job (each stream keeps its own split characters); resolves on close.
+// Streams decoded text into the job (each stream keeps its own split characters); resolves on
+// close. StringDecoder is what `setEncoding('utf8')` uses: 3–5× faster here than a streaming
+// TextDecoder (ICU), with the same U+FFFD for invalid bytes (issue 15).
 function decodeInto(stream: Readable, ctx: JobRunContext): Promise<void> {
-  const decoder = new TextDecoder('utf-8');
+  const decoder = new StringDecoder('utf8');
   return new Promise((resolve) => {
     stream.on('data', (chunk: Buffer) => {
-      const text = decoder.decode(chunk, { stream: true });
+      const text = decoder.write(chunk);
       if (text.length > 0) ctx.append(text);
     });
     stream.on('error', () => {});
     stream.once('close', () => {
-      const rest = decoder.decode();
+      const rest = decoder.end();
       if (rest.length > 0) ctx.append(rest);
       resolve();
     });

@@ -1,4 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
+import type { CaptureMarks, CaptureReport } from './pty/marked-capture.js';
+
+export type { CaptureMarks, CaptureReport } from './pty/marked-capture.js';
 
 /** What a child's stdio slot is connected to. 'pipe' gives the caller a stream. */
 export type StdioDisposition = 'pipe' | 'ignore' | 'inherit';
@@ -153,6 +156,22 @@ export type InputProbe =
  * answers alone and never looks at processes itself, so a remote or sandboxed terminal
  * answers the same questions from its own side.
  */
+/**
+ * A terminal's output being watched for one command's markers (T7), where the provider does it
+ * off the main thread. `report` resolves once: complete, or — after `release()` or the
+ * terminal's exit — with what it held.
+ *
+ * @example
+ * ```ts
+ * const watch = handle.watchMarked!(executionMarks(nonce), 1_048_576);
+ * const report = await watch.report; // { body, omitted, status, complete }
+ * ```
+ */
+export interface MarkedOutputWatch {
+  readonly report: Promise<CaptureReport>;
+  release(): void;
+}
+
 export interface TerminalHandle {
   /** The leader (session and group leader of the terminal), with its start time. */
   readonly identity: ProcessIdentity;
@@ -188,6 +207,12 @@ export interface TerminalHandle {
   signalForeground(signal: NodeJS.Signals): Promise<boolean>;
   /** Whether the foreground group waits for input on this terminal right now (T5, T6). */
   probeInput(): Promise<InputProbe>;
+  /**
+   * T7: watches output from the next batch on for `marks`, keeping the body within `capChars`,
+   * where the provider can do it away from the main thread (the PTY host worker does). Optional:
+   * without it, `execute` scans the batches on the main thread (still O(batch) each).
+   */
+  watchMarked?(marks: CaptureMarks, capChars: number): MarkedOutputWatch;
   /**
    * Hangs the terminal up, then kills the whole tree and verifies it is gone (S4, T4).
    * Resolves after `exited` when the verdict is quiescent.

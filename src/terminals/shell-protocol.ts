@@ -1,3 +1,5 @@
+import type { CaptureMarks, CaptureReport } from '../subprocess/types.js';
+
 /**
  * How `execute` talks to an interactive bash (T7). The shell is started with an rc file that
  * turns off history expansion (`!` stays literal), keeps our lines out of history, sets plain
@@ -82,33 +84,30 @@ export function executeLine(nonce: string, command: string): string {
   return ` __tether_s=$?; __tether_n=${nonce}; printf '\\033]697;S;%s\\007' "$__tether_n"; __tether_ret $__tether_s; eval $'${quoted}'\r`;
 }
 
-/** A finished execution found in the terminal's text, or `null` while its end marker is missing. */
+/** A finished execution: what the command printed (`\r\n` folded to `\n`) and its exit code. */
 export interface ParsedExecution {
   readonly output: string;
   readonly exitCode: number;
 }
 
 /**
- * Finds the output between this nonce's start and end markers in `text` (everything the
- * terminal printed since the line was written), once the prompt after the end marker was drawn.
- * Echo and prompts lie outside the markers; `\r\n` is folded to `\n` (the tty's output
- * translation).
+ * The markers of one `execute` call in the terminal's stream: its output lies between the
+ * nonce's start and end markers (echo and prompts lie outside them), `$?` between the end
+ * marker and its BEL, and the call is over once the prompt after that was drawn.
  *
  * @example
  * ```ts
- * parseExecution('echo…\x1b]697;S;n1\x07hi\r\n\x1b]697;E;n1;0\x07$ \x1b]697;P\x07', 'n1'); // { output: 'hi\n', exitCode: 0 }
+ * const capture = new MarkedCapture(executionMarks('n1'), 1_048_576);
+ * capture.push('echo…\x1b]697;S;n1\x07hi\r\n\x1b]697;E;n1;0\x07$ \x1b]697;P\x07'); // true
+ * executionOf(capture.report()); // { output: 'hi\n', exitCode: 0 }
  * ```
  */
-export function parseExecution(text: string, nonce: string): ParsedExecution | null {
-  const endMark = `${END}${nonce};`;
-  const end = text.indexOf(endMark);
-  if (end < 0) return null;
-  const bel = text.indexOf(BEL, end + endMark.length);
-  if (bel < 0 || !text.includes(PROMPT, bel)) return null;
-  const exitCode = Number(text.slice(end + endMark.length, bel));
-  const startMark = `${START}${nonce}${BEL}`;
-  const start = text.lastIndexOf(startMark, end);
-  // Interrupted before the start marker printed: the command never ran.
-  const body = start < 0 ? '' : text.slice(start + startMark.length, end);
-  return { output: body.replace(/\r\n/g, '\n'), exitCode: Number.isInteger(exitCode) ? exitCode : 1 };
+export function executionMarks(nonce: string): CaptureMarks {
+  return { start: `${START}${nonce}${BEL}`, end: `${END}${nonce};`, close: BEL, prompt: PROMPT };
+}
+
+/** The execution a complete capture report describes (a status that is not a number is 1). */
+export function executionOf(report: CaptureReport): ParsedExecution {
+  const exitCode = Number(report.status);
+  return { output: report.body, exitCode: Number.isInteger(exitCode) ? exitCode : 1 };
 }

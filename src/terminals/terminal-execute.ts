@@ -125,8 +125,7 @@ export async function executeInTerminal(
 ): Promise<TerminalCommandResult> {
   if (signal?.aborted) throw abortedError();
   const pty = target.pty;
-  const capture = new ExecutionCapture(randomBytes(8).toString('hex'), OUTPUT_CAP_CHARS);
-  const unsubscribe = pty.onData((text) => capture.push(text));
+  const capture = new ExecutionCapture(randomBytes(8).toString('hex'), OUTPUT_CAP_CHARS, pty);
   const timers = new AbortController();
   const line = executeLine(capture.nonce, command);
   const endEcho = target.expectEcho?.(capture.nonce, line, command);
@@ -142,10 +141,11 @@ export async function executeInTerminal(
       }
     }
     const exit = ended === 'exited' ? await pty.exited : null;
+    const output = await capture.partial();
     await target.resetShell();
     if (ended === 'aborted') throw abortedError();
     return {
-      output: capture.partial(),
+      output,
       exitCode: exit?.exitCode ?? null,
       timedOut: ended === 'timeout',
       shellReset: true,
@@ -153,7 +153,6 @@ export async function executeInTerminal(
   } finally {
     timers.abort();
     capture.abandon();
-    unsubscribe();
     endEcho?.();
   }
 }

@@ -101,4 +101,27 @@ describe('RetainedOutput', () => {
     expect(out.dropOldest(10)).toBe(2);
     expect(out.dropOldest(1)).toBe(0);
   });
+
+  it('J5: pages that span many chunks read back exactly what was appended (any chunking, page sizes, surrogate pairs)', () => {
+    const text = fc.string({ unit: fc.constantFrom('a', 'é', '😀', '\r', '\n', '\x1b'), maxLength: 60 });
+    fc.assert(
+      fc.property(fc.array(text, { maxLength: 80 }), fc.integer({ min: 1, max: 400 }), (chunks, pageSize) => {
+        const out = new RetainedOutput(1 << 20);
+        for (const chunk of chunks) out.append(chunk);
+        out.close();
+        let cursor = 0;
+        let read = '';
+        for (;;) {
+          const page = out.read(cursor, pageSize);
+          expect(page.dropped).toBe(0);
+          read += page.text;
+          cursor = page.cursor;
+          if (page.done) break;
+          expect(page.text.length).toBeGreaterThan(0);
+        }
+        expect(read).toBe(chunks.join(''));
+      }),
+      { numRuns: 300 },
+    );
+  });
 });

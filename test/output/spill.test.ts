@@ -23,6 +23,7 @@ const TEMP = /^\.[0-9a-f]+\.spill\.tmp$/;
 const LOG = /^[0-9a-f]+\.log$/;
 const hasProc = existsSync('/proc/self/fd');
 const hasPrlimit = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p));
+const hasStrace = ['/usr/bin/strace', '/bin/strace'].find((p) => existsSync(p));
 const builtSpill = fileURLToPath(new URL('../../dist/src/output/spill.js', import.meta.url));
 
 let root: string;
@@ -145,6 +146,46 @@ describe('spill', () => {
       const { outcome, files } = JSON.parse(stdout) as { outcome: unknown; files: string[] };
       expect(outcome).toEqual({ error: expect.stringMatching(/^EFBIG/) });
       expect(files).toEqual([]);
+    },
+  );
+
+  it.runIf(hasStrace)(
+    'C2, G: a spill is published by its rename alone by default; `durable` fsyncs the file and its directory first',
+    async () => {
+      // Counts the fsync calls of a process that publishes one 1 MiB spill (strace -f: every thread).
+      const fsyncs = async (durable: boolean): Promise<{ calls: number; size: number }> => {
+        const trace = join(root, `trace-${durable}`);
+        const script = `
+          import { statSync } from 'node:fs';
+          const { createSpillPool } = await import(${JSON.stringify(pathToFileURL(builtSpill).href)});
+          const pool = createSpillPool({ dir: ${JSON.stringify(dir)}, durable: ${durable} });
+          const writer = pool.open();
+          for (let i = 0; i < 16; i++) writer.write(new Uint8Array(64 * 1024).fill(0x61));
+          const outcome = await writer.finish();
+          await pool.destroy();
+          console.log(JSON.stringify({ size: statSync(outcome.path).size }));
+        `;
+        const { stdout } = await run(hasStrace!, [
+          '-f',
+          '-qq',
+          '-e',
+          'trace=fsync,fdatasync',
+          '-o',
+          trace,
+          process.execPath,
+          '--input-type=module',
+          '-e',
+          script,
+        ]);
+        const calls = readFileSync(trace, 'utf8')
+          .split('\n')
+          .filter((l) => /\bf(data)?sync\(/.test(l)).length;
+        return { calls, size: (JSON.parse(stdout) as { size: number }).size };
+      };
+      expect(await fsyncs(false)).toEqual({ calls: 0, size: 1 << 20 });
+      const durable = await fsyncs(true);
+      expect(durable.size).toBe(1 << 20);
+      expect(durable.calls).toBeGreaterThanOrEqual(2);
     },
   );
 

@@ -44,6 +44,15 @@ describe('rt.shell.background', () => {
     expect(await readAll(info.id)).toBe('one\ntwo\n');
   });
 
+  it('J5: a background command’s text is decoded exactly: characters split across reads, 4-byte sequences, invalid bytes as U+FFFD', async () => {
+    // 'é' (C3 A9) and '😀' (F0 9F 98 80) are split between two writes 50 ms apart; FF is invalid.
+    const info = await rt.shell.background(lease.token, {
+      command:
+        "printf 'caf\\303'; sleep 0.05; printf '\\251 \\360\\237'; sleep 0.05; printf '\\230\\200 \\377 end'",
+    });
+    expect(await readAll(info.id)).toBe('café 😀 \uFFFD end');
+  });
+
   it('C3: an aborted signal starts nothing', async () => {
     const err = await rt.shell
       .background(lease.token, { command: 'touch /tmp/tether-c3-never', signal: AbortSignal.abort() })

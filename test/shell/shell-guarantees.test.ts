@@ -62,3 +62,27 @@ describe('guarantee matrix: a spill that failed', () => {
     }
   });
 });
+
+describe('guarantee matrix: durable spills', () => {
+  it('G, C2: `spill: { durable: true }` publishes the complete spill; a durable that is not a boolean is INVALID_ARGUMENT', async () => {
+    const rt = await createRuntime({
+      spillDir: join(dir, 'durable'),
+      spill: { durable: true },
+      limits: { outputCapChars: 1_000 },
+    });
+    try {
+      const result = await rt.shell.run({ command: 'seq 1 20000' });
+      const expected = `${Array.from({ length: 20_000 }, (_, i) => i + 1).join('\n')}\n`;
+      expect(readFileSync(result.spillPath!, 'utf8')).toBe(expected);
+    } finally {
+      await rt.dispose();
+    }
+    const err = await createRuntime({ spill: { durable: 'yes' as unknown as boolean } }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('spill.durable'),
+    });
+  });
+});

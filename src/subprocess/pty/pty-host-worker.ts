@@ -157,6 +157,9 @@ export class PtyHostWorker {
       case 'written':
         this.#sessions.get(event.id)?.written(event.seq, event.error);
         break;
+      case 'captured':
+        this.#sessions.get(event.id)?.captured(event.capture, event.report);
+        break;
       case 'exit':
         this.#sessions.get(event.id)?.leaderExited(event.exitCode, event.signal);
         break;

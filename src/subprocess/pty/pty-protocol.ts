@@ -7,6 +7,8 @@
  * supervisor here (it owns the pending maps), where a comlink call would simply never settle.
  */
 
+import type { CaptureMarks, CaptureReport } from './marked-capture.js';
+
 /** Parameters of one PTY, as the worker needs them (argv split, env flattened). */
 export interface PtyOpenRequest {
   readonly type: 'open';
@@ -28,6 +30,19 @@ export type PtyHostRequest =
   /** Write `data` (UTF-8) to the master; answered by `written` with the same `seq`. */
   | { readonly type: 'write'; readonly id: number; readonly seq: number; readonly data: string }
   | { readonly type: 'resize'; readonly id: number; readonly cols: number; readonly rows: number }
+  /**
+   * T7: scan this PTY's output for `marks` from the next batch on, keeping the body within
+   * `capChars`; answered by one `captured` (complete, released, or at the PTY's exit).
+   */
+  | {
+      readonly type: 'capture';
+      readonly id: number;
+      readonly capture: number;
+      readonly marks: CaptureMarks;
+      readonly capChars: number;
+    }
+  /** Ends capture `capture` early: its `captured` answer carries what it holds so far. */
+  | { readonly type: 'release'; readonly id: number; readonly capture: number }
   /** Flow control: the main thread handed `chars` more characters of output to its listeners. */
   | { readonly type: 'ack'; readonly id: number; readonly chars: number }
   /** Test hook: make the worker die (`throw`: an uncaught exception; `exit`: process.exit). */
@@ -53,6 +68,13 @@ export type PtyHostEvent =
   /** One batch of output, decoded as UTF-8, in order. */
   | { readonly type: 'data'; readonly id: number; readonly text: string }
   | { readonly type: 'written'; readonly id: number; readonly seq: number; readonly error: string | null }
+  /** Capture `capture` is over; posted after the data batch that completed it, before `exit`. */
+  | {
+      readonly type: 'captured';
+      readonly id: number;
+      readonly capture: number;
+      readonly report: CaptureReport;
+    }
   /** The leader exited and every byte it wrote was sent before this message. */
   | {
       readonly type: 'exit';

@@ -5,12 +5,14 @@ import { probeInputWait } from '../input-probe/input-wait.js';
 import { killProcessTree } from '../tree-kill.js';
 import type {
   InputProbe,
+  MarkedOutputWatch,
   ProcessIdentity,
   TerminalHandle,
   TerminalHandleExit,
   TreeKillVerdict,
 } from '../types.js';
 import { signalForeground } from './foreground-signal.js';
+import { type CaptureMarks, type CaptureReport, EMPTY_CAPTURE } from './marked-capture.js';
 import type { PtyHostRequest } from './pty-protocol.js';
 import { type PtySignalTarget, signalGroupOf, signalTerminal } from './pty-signal.js';
 
@@ -61,6 +63,8 @@ export class HostedPtySession implements PtySession {
   /** Set when the worker's reports no longer count (host crashed or the tree is being killed for it). */
   #detached = false;
   #seq = 0;
+  #captureSeq = 0;
+  readonly #captures = new Map<number, (report: CaptureReport) => void>();
   #unacked = 0;
   #killing: Promise<TreeKillVerdict> | null = null;
 
@@ -101,6 +105,28 @@ export class HostedPtySession implements PtySession {
       for (const text of parked) this.#hand(text);
     }
     return () => this.#listeners.delete(listener);
+  }
+
+  // T7: the worker scans every batch for the markers and caps the body; this thread gets one answer.
+  watchMarked(marks: CaptureMarks, capChars: number): MarkedOutputWatch {
+    if (this.#exit !== null || this.#detached)
+      return { report: Promise.resolve(EMPTY_CAPTURE), release() {} };
+    const capture = ++this.#captureSeq;
+    const report = new Promise<CaptureReport>((resolve) => this.#captures.set(capture, resolve));
+    this.#host.post({ type: 'capture', id: this.id, capture, marks, capChars });
+    return {
+      report,
+      release: () => {
+        if (this.#captures.has(capture)) this.#host.post({ type: 'release', id: this.id, capture });
+      },
+    };
+  }
+
+  /** Host: the worker answered capture `capture`. */
+  captured(capture: number, report: CaptureReport): void {
+    const resolve = this.#captures.get(capture);
+    this.#captures.delete(capture);
+    resolve?.(report);
   }
 
   signal(signal: NodeJS.Signals, target: PtySignalTarget): boolean {
@@ -199,6 +225,9 @@ export class HostedPtySession implements PtySession {
     if (this.#exit !== null) return;
     this.#exit = exit;
     this.#rejectWrites('the terminal has exited');
+    // The worker answers every capture before `exit`; after a crash nothing more will come.
+    for (const resolve of this.#captures.values()) resolve(EMPTY_CAPTURE);
+    this.#captures.clear();
     this.#resolveExited(exit);
     this.#host.finished(this);
   }
