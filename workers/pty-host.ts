@@ -52,6 +52,10 @@ port.on('message', (req: PtyHostRequest) => {
     case 'ack':
       masters.get(req.id)?.ack(req.chars);
       break;
+    case 'sync':
+      masters.get(req.id)?.drain();
+      post({ type: 'synced', id: req.id, seq: req.seq });
+      break;
     case 'capture':
       if (masters.has(req.id)) captures.watch(req.id, req.capture, req.marks, req.capChars);
       else captures.answerGone(req.id, req.capture);

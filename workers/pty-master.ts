@@ -108,6 +108,16 @@ export class PtyMaster {
     this.#writer.write(Buffer.from(data, 'utf8'), done);
   }
 
+  /**
+   * T5: reads the master to EAGAIN now and posts it (a read first flushes the tty's pending
+   * buffers, so every byte the terminal's processes wrote before this call is posted by it).
+   */
+  drain(): void {
+    if (this.#exited) return;
+    this.#readNow(true);
+    this.#flush();
+  }
+
   resize(cols: number, rows: number): void {
     if (!this.#exited) resizePty(this.#fd, cols, rows);
   }

@@ -208,6 +208,12 @@ export interface TerminalHandle {
   /** Whether the foreground group waits for input on this terminal right now (T5, T6). */
   probeInput(): Promise<InputProbe>;
   /**
+   * Optional (T5): resolves once every byte the terminal's processes wrote before the call was
+   * handed to `onData` listeners (or the terminal ended). Without it `send` gives stragglers a
+   * short fixed time instead.
+   */
+  settled?(): Promise<void>;
+  /**
    * T7: watches output from the next batch on for `marks`, keeping the body within `capChars`,
    * where the provider can do it away from the main thread (the PTY host worker does). Optional:
    * without it, `execute` scans the batches on the main thread (still O(batch) each).

@@ -203,6 +203,9 @@ async function provenWaiting(
   ) {
     return false;
   }
-  await timers.sleep(STRAGGLER_MS, undefined, { signal });
+  // Output written before the proof may still be on its way: with `settled` it is all here
+  // after one round trip to the PTY worker; a proof followed by output is tried again.
+  if (pty.settled) await pty.settled();
+  else await timers.sleep(STRAGGLER_MS, undefined, { signal });
   return pty.lastOutputAt < scanStartedAt;
 }

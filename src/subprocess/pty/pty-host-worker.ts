@@ -157,6 +157,9 @@ export class PtyHostWorker {
       case 'written':
         this.#sessions.get(event.id)?.written(event.seq, event.error);
         break;
+      case 'synced':
+        this.#sessions.get(event.id)?.synced(event.seq);
+        break;
       case 'captured':
         this.#sessions.get(event.id)?.captured(event.capture, event.report);
         break;

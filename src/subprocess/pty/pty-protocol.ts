@@ -45,6 +45,8 @@ export type PtyHostRequest =
   | { readonly type: 'release'; readonly id: number; readonly capture: number }
   /** Flow control: the main thread handed `chars` more characters of output to its listeners. */
   | { readonly type: 'ack'; readonly id: number; readonly chars: number }
+  /** T5: read the master to EAGAIN, post what was read, then answer `synced`. */
+  | { readonly type: 'sync'; readonly id: number; readonly seq: number }
   /** Test hook: make the worker die (`throw`: an uncaught exception; `exit`: process.exit). */
   | { readonly type: 'crash'; readonly how: 'throw' | 'exit' };
 
@@ -68,6 +70,7 @@ export type PtyHostEvent =
   /** One batch of output, decoded as UTF-8, in order. */
   | { readonly type: 'data'; readonly id: number; readonly text: string }
   | { readonly type: 'written'; readonly id: number; readonly seq: number; readonly error: string | null }
+  | { readonly type: 'synced'; readonly id: number; readonly seq: number }
   /** Capture `capture` is over; posted after the data batch that completed it, before `exit`. */
   | {
       readonly type: 'captured';

@@ -20,7 +20,7 @@ import { type PtySignalTarget, signalGroupOf, signalTerminal } from './pty-signa
 export type PtyExit = TerminalHandleExit;
 
 /** One process on a pseudo-terminal hosted by the PTY host worker: the seam's {@link TerminalHandle}. */
-export type PtySession = TerminalHandle;
+export type PtySession = TerminalHandle & { settled(): Promise<void> };
 
 /** What a session needs from the worker generation that hosts it. */
 export interface PtySessionHost {
@@ -58,6 +58,7 @@ export class HostedPtySession implements PtySession {
   readonly #listeners = new Set<(text: string) => void>();
   readonly #parked: string[] = [];
   readonly #writes = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+  readonly #syncs = new Map<number, () => void>();
   #resolveExited!: (exit: PtyExit) => void;
   #exit: PtyExit | null = null;
   /** Set when the worker's reports no longer count (host crashed or the tree is being killed for it). */
@@ -90,6 +91,15 @@ export class HostedPtySession implements PtySession {
     return new Promise((resolve, reject) => {
       this.#writes.set(seq, { resolve, reject });
       this.#host.post({ type: 'write', id: this.id, seq, data });
+    });
+  }
+
+  settled(): Promise<void> {
+    if (this.#exit !== null || this.#detached) return Promise.resolve();
+    const seq = ++this.#seq;
+    return new Promise((resolve) => {
+      this.#syncs.set(seq, resolve);
+      this.#host.post({ type: 'sync', id: this.id, seq });
     });
   }
 
@@ -172,6 +182,13 @@ export class HostedPtySession implements PtySession {
     else pending.reject(closedError(this.#exit, error));
   }
 
+  /** Host: the worker drained the master for sync `seq`; its output was delivered before this. */
+  synced(seq: number): void {
+    const resolve = this.#syncs.get(seq);
+    this.#syncs.delete(seq);
+    resolve?.();
+  }
+
   /** Host: the leader exited; every batch of its output was delivered before this. */
   leaderExited(exitCode: number | null, signal: NodeJS.Signals | null): void {
     if (!this.#detached) this.#finish({ exitCode, signal, reason: 'exit' });
@@ -225,6 +242,9 @@ export class HostedPtySession implements PtySession {
     if (this.#exit !== null) return;
     this.#exit = exit;
     this.#rejectWrites('the terminal has exited');
+    // Nothing more will be written once the terminal ended: a pending sync is settled.
+    for (const resolve of this.#syncs.values()) resolve();
+    this.#syncs.clear();
     // The worker answers every capture before `exit`; after a crash nothing more will come.
     for (const resolve of this.#captures.values()) resolve(EMPTY_CAPTURE);
     this.#captures.clear();

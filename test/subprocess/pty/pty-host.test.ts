@@ -75,6 +75,30 @@ describe.runIf(linux)('pty host: output', () => {
   });
 });
 
+describe.runIf(linux)('pty host: settled (T5)', () => {
+  it('T5: settled() hands over every byte written before it, however long the worker would batch them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tether-pty-settled-'));
+    try {
+      const { path, text } = writePattern(dir, 200 * KiB);
+      // A 60 s flush delay: without settled() the tail would sit in the worker's batch.
+      const host = testHost({ flushMs: 60_000 });
+      const { session, output } = await openRecorded(host, ['sh', '-c', `cat ${path}; exec sleep 30`], {
+        cwd: dir,
+      });
+      // sleep runs: cat is done, all of its bytes were written to the terminal.
+      await waitFor(
+        () => readProcStat(session.identity.pid)?.comm === 'sleep' || null,
+        'sleep in the foreground',
+      );
+      await session.settled();
+      expect(output()).toBe(text);
+      await session.kill();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe.runIf(linux)('pty host: a session', () => {
   it('S3/S4: runs on its own tty with the tree marker in its env; write and resize reach it', async () => {
     const host = testHost();
