@@ -125,7 +125,9 @@ export interface InputWaitProof {
  * looked and the group is running, blocked elsewhere or absent; `unknown` says it cannot tell
  * (no proof on this platform or placement, an unreadable or vanished process, a race). A
  * provider without a proof mechanism always answers `unknown`, and `send` then answers
- * `inferred_idle`, never a false `stdin_read`.
+ * `inferred_idle`, never a false `stdin_read`. `readBytes`, where the provider can count it, is
+ * how many bytes the terminal's processes have read so far (every read, counted before the
+ * scan): `send` requires it to have grown by the input's complete lines (T5).
  *
  * @example
  * ```ts
@@ -135,8 +137,8 @@ export interface InputWaitProof {
  * ```
  */
 export type InputProbe =
-  | { readonly waiting: true; readonly proof: InputWaitProof }
-  | { readonly waiting: false; readonly reason: string }
+  | { readonly waiting: true; readonly proof: InputWaitProof; readonly readBytes?: number }
+  | { readonly waiting: false; readonly reason: string; readonly readBytes?: number }
   | { readonly unknown: string };
 
 /**

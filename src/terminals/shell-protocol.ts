@@ -39,6 +39,19 @@ export const SHELL_RC_ENV: Readonly<Record<string, string>> = {
   PROMPT_COMMAND: 'eval "$__TETHER_RC"; unset __TETHER_RC; export -n PROMPT_COMMAND',
 };
 
+/**
+ * Whether a terminal's spawn env carries our rc (an interactive bash we talk to with markers),
+ * so its first prompt (with {@link PROMPT_MARKER}) is worth waiting for.
+ *
+ * @example
+ * ```ts
+ * carriesShellRc(openSpec({}, defaults).env); // true for bash
+ * ```
+ */
+export function carriesShellRc(env: Readonly<Record<string, string | undefined>> | undefined): boolean {
+  return env?.__TETHER_RC === SHELL_RC_ENV.__TETHER_RC;
+}
+
 const START = '\x1b]697;S;';
 /** Printed at the end of every prompt (the rc file's PS1): the shell is ready for a line. */
 export const PROMPT_MARKER = '\x1b]697;P\x07';

@@ -4,7 +4,7 @@ import { RetainedOutput } from '../output/retained-output.js';
 import type { SubprocessProvider, TerminalHandle, TerminalSpawnSpec } from '../subprocess/types.js';
 import { MarkerFilter } from './marker-filter.js';
 import { ScreenTail } from './screen.js';
-import { PROMPT_MARKER } from './shell-protocol.js';
+import { carriesShellRc, PROMPT_MARKER } from './shell-protocol.js';
 import { TimerCount } from './terminal-timers.js';
 import type { TerminalExit, TerminalInfo } from './terminal-types.js';
 
@@ -141,7 +141,7 @@ export class TerminalRecord {
   #attach(pty: TerminalHandle): () => void {
     let markPrompted: (() => void) | null = null;
     let seen = '';
-    this.#prompted = this.spec.argv.includes('--rcfile')
+    this.#prompted = carriesShellRc(this.spec.env)
       ? new Promise((resolve) => {
           markPrompted = resolve;
         })

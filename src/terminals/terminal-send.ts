@@ -27,6 +27,24 @@ export interface SendWait {
   readonly timeoutMs: number;
   /** `performance.now()` when the send began (the total deadline counts from here). */
   readonly startedAt: number;
+  /** Bytes a proof's processes must have read since `before` (T5); see {@link completeLineBytes}. */
+  readonly mustRead?: number;
+}
+
+/**
+ * The bytes of `input` a reader must have taken before its wait can prove the input was read
+ * (T5): everything up to the last line end. A canonical-mode terminal keeps a trailing partial
+ * line in its own buffer, where the reader cannot see it yet, so that part is not counted.
+ *
+ * @example
+ * ```ts
+ * completeLineBytes('read x\r'); // 7
+ * completeLineBytes('abc'); // 0
+ * ```
+ */
+export function completeLineBytes(input: string): number {
+  const end = Math.max(input.lastIndexOf('\r'), input.lastIndexOf('\n'));
+  return end < 0 ? 0 : Buffer.byteLength(input.slice(0, end + 1));
 }
 
 /**
@@ -73,7 +91,8 @@ export async function sendToTerminal(
     const pty = record.pty;
     const before = await proofBeforeInput(pty);
     await pty.write(input);
-    const waitReason = await waitForReason(pty, before, { settleMs, timeoutMs, startedAt }, table.timers);
+    const wait = { settleMs, timeoutMs, startedAt, mustRead: completeLineBytes(input) };
+    const waitReason = await waitForReason(pty, before, wait, table.timers);
     const page = record.output.read(from, Number.MAX_SAFE_INTEGER);
     return { output: page.text, cursor: page.cursor, lossy: page.lossy, waitReason };
   });
@@ -143,7 +162,7 @@ export async function waitForReason(
       const now = performance.now();
       if (now - wait.startedAt >= wait.timeoutMs) return 'timeout';
       if (now - Math.max(writtenAt, pty.lastOutputAt) >= wait.settleMs) return 'inferred_idle';
-      if (await provenWaiting(pty, before, stop.signal, timers)) {
+      if (await provenWaiting(pty, before, wait.mustRead ?? 0, stop.signal, timers)) {
         if (exited) return 'session_exit';
         return 'stdin_read';
       }
@@ -156,12 +175,16 @@ export async function waitForReason(
   }
 }
 
-// T6 caller's half: a proof counts only if it is new since the write (T5) and no output
-// arrived from the moment the probe began until stragglers had time to land. Only the handle's
-// answer counts: `unknown` and `waiting: false` prove nothing.
+// T6 caller's half: a proof counts only if it is new since the write (T5), the terminal's
+// processes have read the input's complete lines since (where the handle counts reads: a
+// loaded machine can deliver a write in pieces, and a reader back in its wait with half the
+// line read is not done with it), and no output arrived from the moment the probe began until
+// stragglers had time to land. Only the handle's answer counts: `unknown` and `waiting: false`
+// prove nothing.
 async function provenWaiting(
   pty: TerminalHandle,
   before: InputProbe,
+  mustRead: number,
   signal: AbortSignal,
   timers: TimerCount,
 ): Promise<boolean> {
@@ -172,6 +195,14 @@ async function provenWaiting(
   const was = 'waiting' in before && before.waiting ? before.proof : null;
   const fresh = was === null || proof.tid !== was.tid || proof.wakeups > was.wakeups;
   if (!fresh) return false;
+  const readBefore = 'readBytes' in before ? before.readBytes : undefined;
+  if (
+    readBefore !== undefined &&
+    answer.readBytes !== undefined &&
+    answer.readBytes - readBefore < mustRead
+  ) {
+    return false;
+  }
   await timers.sleep(STRAGGLER_MS, undefined, { signal });
   return pty.lastOutputAt < scanStartedAt;
 }

@@ -16,6 +16,7 @@ import type { ShellDeps } from '../../src/shell/shell-service.js';
 import { createLocalProvider } from '../../src/subprocess/local-provider.js';
 import { createTerminalService } from '../../src/terminals/terminal-service.js';
 import type { TerminalService } from '../../src/terminals/terminal-types.js';
+import { TERMINALS_QUIESCENT } from '../support/quiescent.js';
 
 export type ReportedError = { error: unknown } & Parameters<AgentErrorReporter>[1];
 
@@ -98,14 +99,7 @@ export function agentHarness(
       for (const p of used) await p.dispose();
       expect(used.map((p) => p.workers ?? 0)).toEqual(used.map(() => 0));
       expect(agents.stats()).toEqual(QUIESCENT);
-      expect(terminals.stats()).toEqual({
-        open: 0,
-        busy: 0,
-        timers: 0,
-        hostAlive: false,
-        listeners: 0,
-        deliveries: 0,
-      });
+      expect(terminals.stats()).toEqual(TERMINALS_QUIESCENT);
       expect(jobs.stats()).toMatchObject({
         running: 0,
         starting: 0,

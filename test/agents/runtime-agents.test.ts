@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRuntime, type InboxItem, type Runtime, TetherError } from '../../src/index.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { TERMINALS_QUIESCENT } from '../support/quiescent.js';
 import { wakeSignal } from '../support/signal.js';
 import { QUIESCENT } from './agent-harness.js';
 
@@ -131,14 +132,7 @@ describe('rt.agents (composition root)', () => {
     expect(stats).toMatchObject({ processes: 0, workers: 0, timers: 0, waiters: 0 });
     expect(stats.agents).toEqual(QUIESCENT);
     expect(stats.jobs).toMatchObject({ running: 0, starting: 0, waiters: 0, timers: 0, listeners: 0 });
-    expect(stats.terminals).toEqual({
-      open: 0,
-      busy: 0,
-      timers: 0,
-      hostAlive: false,
-      listeners: 0,
-      deliveries: 0,
-    });
+    expect(stats.terminals).toEqual(TERMINALS_QUIESCENT);
   });
 
   it('O3: agent.tools run with the agent as the trusted owner and fail closed after dispose', async () => {

@@ -8,6 +8,7 @@ import type { AgentOwnerToken } from '../../src/owners/owner-token.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import { foregroundTaken } from '../support/proc-oracle.js';
+import { TERMINALS_QUIESCENT } from '../support/quiescent.js';
 
 // Model-based test of the terminal service (T1–T9) over random operation sequences by two
 // owners, with real PTYs. After every run: every terminal closed, the PTY worker stopped, no
@@ -325,14 +326,7 @@ describe('terminal service (model-based)', () => {
         } finally {
           await rt.dispose();
         }
-        expect(rt.terminals.stats()).toEqual({
-          open: 0,
-          busy: 0,
-          timers: 0,
-          hostAlive: false,
-          listeners: 0,
-          deliveries: 0,
-        });
+        expect(rt.terminals.stats()).toEqual(TERMINALS_QUIESCENT);
         expect(listTaggedProcesses(treeIdPrefix())).toEqual([]);
       }),
       { numRuns: NUM_RUNS },

@@ -9,9 +9,10 @@ afterEach(async () => {
   rt = null;
 });
 
-// A provider like a remote one without a proof mechanism: the local terminals, but every
-// input-wait probe is answered with `answer` (what the seam lets such a provider say).
-function providerAnswering(answer: InputProbe): SubprocessProvider {
+// The local terminals, with every input-wait probe answered by `probe` (given the real one).
+function providerProbing(
+  probe: (real: () => Promise<InputProbe>) => Promise<InputProbe>,
+): SubprocessProvider {
   const local = createLocalProvider();
   return {
     name: 'no-proof',
@@ -32,7 +33,7 @@ function providerAnswering(answer: InputProbe): SubprocessProvider {
         signal: (signal, target) => h.signal(signal, target),
         signalForeground: (signal) => h.signalForeground(signal),
         kill: () => h.kill(),
-        probeInput: async () => answer,
+        probeInput: () => probe(() => h.probeInput()),
       };
     },
     get workers() {
@@ -49,7 +50,9 @@ describe('terminal service: wait reasons come from the handle alone (T5, T6)', (
   ])(
     'T6: a provider answering %s gets inferred_idle for `read x`, never stdin_read',
     async (_name, answer) => {
-      rt = await createRuntime({ provider: providerAnswering(answer), limits: { cleanupGraceMs: 300 } });
+      // Like a remote provider without a proof mechanism: every probe gets `answer`.
+      const provider = providerProbing(async () => answer);
+      rt = await createRuntime({ provider, limits: { cleanupGraceMs: 300 } });
       const owner = rt.owners.host().token;
       const t = await rt.terminals.open(owner);
       let seen = '';
@@ -67,4 +70,43 @@ describe('terminal service: wait reasons come from the handle alone (T5, T6)', (
       expect([reason, again.waitReason]).toEqual(['inferred_idle', 'inferred_idle']);
     },
   );
+
+  it('T5: a fresh wait whose processes have not read the input since the write is no proof (readBytes)', async () => {
+    // The real probes, but the read count stays where the first probe saw it: what a loaded
+    // machine shows when the shell is back in its wait before the rest of the line arrived.
+    let frozen: number | undefined;
+    const provider = providerProbing(async (real) => {
+      const answer = await real();
+      if ('unknown' in answer) return answer;
+      frozen ??= answer.readBytes;
+      if (frozen === undefined) throw new Error('the local terminal reports no readBytes');
+      return { ...answer, readBytes: frozen };
+    });
+    rt = await createRuntime({ provider, limits: { cleanupGraceMs: 300 } });
+    const owner = rt.owners.host().token;
+    const t = await rt.terminals.open(owner);
+    await rt.terminals.execute(owner, t.id, 'true'); // the first prompt is drawn and waited for
+    frozen = undefined;
+    const sent = await rt.terminals.send(owner, t.id, 'read x\r', { settleMs: 400 });
+    expect(sent.waitReason).toBe('inferred_idle');
+  });
+
+  it('T5: the same wait with the read count the terminal reports is proven stdin_read', async () => {
+    const counts: number[] = [];
+    const provider = providerProbing(async (real) => {
+      const answer = await real();
+      if (!('unknown' in answer) && answer.readBytes !== undefined) counts.push(answer.readBytes);
+      return answer;
+    });
+    rt = await createRuntime({ provider, limits: { cleanupGraceMs: 300 } });
+    const owner = rt.owners.host().token;
+    const t = await rt.terminals.open(owner);
+    await rt.terminals.execute(owner, t.id, 'true');
+    counts.length = 0;
+    // A 10-minute settle: only the proof can end this send.
+    const sent = await rt.terminals.send(owner, t.id, 'read x\r', { settleMs: 600_000 });
+    expect(sent.waitReason).toBe('stdin_read');
+    // bash read the 7 bytes of the line (one at a time, through readline) before waiting again.
+    expect(counts.at(-1)! - counts[0]!).toBeGreaterThanOrEqual(7);
+  });
 });

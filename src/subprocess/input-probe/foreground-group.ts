@@ -60,8 +60,8 @@ function* scanAll(pgid: number, isMember: (s: ProcStat | null) => s is ProcStat)
   }
 }
 
-// The thread ids of process `pid`, or null when /proc refuses or it vanished.
-function listTids(pid: number): number[] | null {
+/** The thread ids of process `pid`, or null when /proc refuses or it vanished. */
+export function listTids(pid: number): number[] | null {
   try {
     return readdirSync(`/proc/${pid}/task`).map(Number);
   } catch {
@@ -69,8 +69,8 @@ function listTids(pid: number): number[] | null {
   }
 }
 
-// Children of every thread of `pid` (a child is listed under the thread that forked it).
-function childPids(pid: number, tids: readonly number[]): number[] {
+/** Children of every thread of `pid` (a child is listed under the thread that forked it). */
+export function childPids(pid: number, tids: readonly number[]): number[] {
   const out: number[] = [];
   for (const tid of tids) {
     const text = readProcText(`/proc/${pid}/task/${tid}/children`);

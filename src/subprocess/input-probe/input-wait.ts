@@ -1,4 +1,5 @@
 import type { InputProbe } from '../types.js';
+import { sessionReadBytes } from './session-reads.js';
 import { probeStdinRead, type StdinProbeTarget, type StdinProofFailure } from './stdin-probe.js';
 
 /**
@@ -23,10 +24,15 @@ const NOT_WAITING: ReadonlySet<StdinProofFailure> = new Set([
  * ```
  */
 export function probeInputWait(target: StdinProbeTarget): InputProbe {
+  // Counted before the scan: a lower bound of what was read by the time of the proof (T5).
+  const counted = sessionReadBytes(target.root);
+  const readBytes = counted === null ? {} : { readBytes: counted };
   const proof = probeStdinRead(target);
   if (proof.proven) {
     const { pid, tid, via, wakeups } = proof;
-    return { waiting: true, proof: { pid, tid, via, wakeups } };
+    return { waiting: true, proof: { pid, tid, via, wakeups }, ...readBytes };
   }
-  return NOT_WAITING.has(proof.reason) ? { waiting: false, reason: proof.reason } : { unknown: proof.reason };
+  return NOT_WAITING.has(proof.reason)
+    ? { waiting: false, reason: proof.reason, ...readBytes }
+    : { unknown: proof.reason };
 }
