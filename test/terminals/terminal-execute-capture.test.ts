@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../src/index.js';
-import { createLocalProvider } from '../../src/subprocess/local-provider.js';
-import type { SubprocessProvider, TerminalHandle } from '../../src/subprocess/types.js';
+import type { SubprocessProvider } from '../../src/subprocess/types.js';
+import { localTerminalsWith } from '../support/local-terminals.js';
 
 let rt: Runtime | null = null;
 afterEach(async () => {
@@ -12,36 +12,7 @@ afterEach(async () => {
 const CAP = 1_048_576; // execute keeps this many characters of a command's output
 
 // The local terminals without `watchMarked`: execute then scans the batches on the main thread.
-function providerWithoutWatch(): SubprocessProvider {
-  const local = createLocalProvider();
-  return {
-    name: 'no-watch',
-    spawn: (spec) => local.spawn(spec),
-    async spawnTerminal(spec): Promise<TerminalHandle> {
-      const h = await local.spawnTerminal(spec);
-      return {
-        identity: h.identity,
-        treeId: h.treeId,
-        ttyPath: h.ttyPath,
-        exited: h.exited,
-        get lastOutputAt() {
-          return h.lastOutputAt;
-        },
-        write: (data) => h.write(data),
-        resize: (cols, rows) => h.resize(cols, rows),
-        onData: (listener) => h.onData(listener),
-        signal: (signal, target) => h.signal(signal, target),
-        signalForeground: (signal) => h.signalForeground(signal),
-        kill: () => h.kill(),
-        probeInput: () => h.probeInput(),
-      };
-    },
-    get workers() {
-      return local.workers;
-    },
-    dispose: () => local.dispose(),
-  };
-}
+const providerWithoutWatch = (): SubprocessProvider => localTerminalsWith('no-watch');
 
 const seqLines = (n: number): string => `${Array.from({ length: n }, (_, i) => i + 1).join('\n')}\n`;
 

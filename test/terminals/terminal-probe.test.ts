@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../src/index.js';
-import { createLocalProvider } from '../../src/subprocess/local-provider.js';
-import type { InputProbe, SubprocessProvider, TerminalHandle } from '../../src/subprocess/types.js';
+import type { InputProbe, SubprocessProvider } from '../../src/subprocess/types.js';
+import { localTerminalsWith } from '../support/local-terminals.js';
 
 let rt: Runtime | null = null;
 afterEach(async () => {
@@ -13,34 +13,7 @@ afterEach(async () => {
 function providerProbing(
   probe: (real: () => Promise<InputProbe>) => Promise<InputProbe>,
 ): SubprocessProvider {
-  const local = createLocalProvider();
-  return {
-    name: 'no-proof',
-    spawn: (spec) => local.spawn(spec),
-    async spawnTerminal(spec): Promise<TerminalHandle> {
-      const h = await local.spawnTerminal(spec);
-      return {
-        identity: h.identity,
-        treeId: h.treeId,
-        ttyPath: h.ttyPath,
-        exited: h.exited,
-        get lastOutputAt() {
-          return h.lastOutputAt;
-        },
-        write: (data) => h.write(data),
-        resize: (cols, rows) => h.resize(cols, rows),
-        onData: (listener) => h.onData(listener),
-        signal: (signal, target) => h.signal(signal, target),
-        signalForeground: (signal) => h.signalForeground(signal),
-        kill: () => h.kill(),
-        probeInput: () => probe(() => h.probeInput()),
-      };
-    },
-    get workers() {
-      return local.workers;
-    },
-    dispose: () => local.dispose(),
-  };
+  return localTerminalsWith('no-proof', (h) => ({ probeInput: () => probe(() => h.probeInput()) }));
 }
 
 describe('terminal service: wait reasons come from the handle alone (T5, T6)', () => {
