@@ -279,7 +279,15 @@ describe('jobs (model-based)', () => {
         for (const job of model.jobs) expect(real.first.get(job.id), job.id).toBe(1);
         for (const counts of real.late) for (const n of counts.values()) expect(n).toBe(1);
       }),
-      { numRuns: NUM_RUNS },
+      {
+        numRuns: NUM_RUNS,
+        // Two runs that surely reach the hard states whatever the load: a loud job waited for to
+        // its end, then read from 0 (lossy), and one owner starting past its cap (JOB_LIMIT).
+        examples: [
+          [[start(0, 'loud', 0, 'abcdefghijklmnopqrstuvwxyz0123456789'), wait(0, 0, 60_000), read(0, 8)]],
+          [Array.from({ length: LIMIT + 1 }, () => start(0, 'hold', 0, ''))],
+        ],
+      },
     );
     expect(coverage.lossyReads).toBeGreaterThan(0);
     expect(coverage.limitRefusals).toBeGreaterThan(0);
