@@ -1,12 +1,13 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Agent, createRuntime, type Runtime } from '../../src/index.js';
 
 // K5 (`nod[e]`: the pattern matches node, not the shell whose own command line holds it).
 // SAFETY: `pkill -f node` and `kill -9 -1` run by root outside a PID namespace would kill
 // every process of this machine. The command that runs them first proves, in the same shell,
-// that it is inside the enclave (pid 1 is the enclave's holder, this test process is not
-// visible, only a handful of processes exist) and runs them only then; the test also checks
+// that it is inside the enclave (its PID namespace differs from this process's, pid 1 is the
+// enclave's holder, this test process is not visible, only a handful of processes exist) and
+// runs them only then; the test also checks
 // the namespace from outside (ps) before it sends that command.
 const KILL_ALL = process.env.TETHER_K5_DRY_RUN ? 'echo dry-run' : 'pkill -f "nod[e]"; kill -9 -1';
 
@@ -71,9 +72,12 @@ describe("isolation: 'pid' (K5)", () => {
     expect(text).not.toMatch(/\bnode\b/);
     expect(text.trim().split('\n').length).toBeLessThan(12);
 
+    // The proof, in the shell that would run the kill: its PID namespace is not this process's
+    // (compared by inode), pid 1 is the enclave's holder, this process is not visible, few exist.
+    const hostPidNs = readlinkSync('/proc/self/ns/pid');
     const guarded = [
       'n=$(ls /proc | grep -c "^[0-9]")',
-      `if grep -q "trap : CHLD" /proc/1/cmdline && [ ! -e /proc/${process.pid} ] && [ "$n" -lt 20 ]; then`,
+      `if [ "$(readlink /proc/self/ns/pid)" != '${hostPidNs}' ] && grep -q "trap : CHLD" /proc/1/cmdline && [ ! -e /proc/${process.pid} ] && [ "$n" -lt 20 ]; then`,
       `  echo "inside: $n processes"; ${KILL_ALL}; echo killed-all`,
       'else echo GUARD-FAILED; fi',
       'ps -e -o pid=,args=',
