@@ -1,3 +1,4 @@
+import { TetherError } from '../errors.js';
 import type { TreeKillVerdict } from '../subprocess/types.js';
 
 /**
@@ -63,4 +64,46 @@ export function createCursor(ack: (offset: number) => void) {
 /** The helper's verdict object as the seam's type. */
 export function toVerdict(reply: Record<string, unknown>): TreeKillVerdict {
   return reply.verdict as TreeKillVerdict;
+}
+
+/**
+ * The `kill()` of a remote job or terminal (S4, X2): one request at a time (a second call
+ * shares the one in flight), PROVIDER_LOST once the tree is lost, and a quiescent verdict only
+ * after `exited` resolved.
+ *
+ * @example
+ * ```ts
+ * const kill = remoteTreeKill(host, { treeId, what: 'tree', graceMs, exited, lost: () => lostReason });
+ * ```
+ */
+export function remoteTreeKill(
+  host: RemoteHost,
+  tree: {
+    readonly treeId: string;
+    /** How errors name it: `tree` or `terminal`. */
+    readonly what: string;
+    readonly graceMs: number;
+    readonly exited: Promise<unknown>;
+    /** Why the tree is lost, or null while it is reachable. */
+    readonly lost: () => string | null;
+  },
+): () => Promise<TreeKillVerdict> {
+  let inFlight: Promise<TreeKillVerdict> | null = null;
+  return () => {
+    inFlight ??= (async () => {
+      const lostReason = tree.lost();
+      if (lostReason !== null) {
+        throw new TetherError(
+          'PROVIDER_LOST',
+          `remote ${tree.what} ${tree.treeId} on ${host.label} is lost: ${lostReason}`,
+        );
+      }
+      const verdict = toVerdict(await host.request({ op: 'kill', tree: tree.treeId, graceMs: tree.graceMs }));
+      if (verdict.status === 'quiescent') await tree.exited;
+      return verdict;
+    })().finally(() => {
+      inFlight = null;
+    });
+    return inFlight;
+  };
 }

@@ -1,12 +1,6 @@
 import { Readable, Writable } from 'node:stream';
-import { TetherError } from '../errors.js';
-import type {
-  SubprocessExit,
-  SubprocessHandle,
-  SubprocessSpawnSpec,
-  TreeKillVerdict,
-} from '../subprocess/types.js';
-import { createCursor, type RemoteHost, type RemoteTree, toVerdict } from './remote-host.js';
+import type { SubprocessExit, SubprocessHandle, SubprocessSpawnSpec } from '../subprocess/types.js';
+import { createCursor, type RemoteHost, type RemoteTree, remoteTreeKill } from './remote-host.js';
 
 /**
  * A process tree started by the remote helper (X1, X2), as a {@link SubprocessHandle}: its
@@ -99,25 +93,13 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
     },
   };
 
-  let inFlight: Promise<TreeKillVerdict> | null = null;
-  const kill = (): Promise<TreeKillVerdict> => {
-    inFlight ??= (async () => {
-      if (lostReason !== null) {
-        throw new TetherError(
-          'PROVIDER_LOST',
-          `remote tree ${treeId} on ${host.label} is lost: ${lostReason}`,
-        );
-      }
-      const verdict = toVerdict(
-        await host.request({ op: 'kill', tree: treeId, graceMs: spec.cleanupGraceMs }),
-      );
-      if (verdict.status === 'quiescent') await exited;
-      return verdict;
-    })().finally(() => {
-      inFlight = null;
-    });
-    return inFlight;
-  };
+  const kill = remoteTreeKill(host, {
+    treeId,
+    what: 'tree',
+    graceMs: spec.cleanupGraceMs,
+    exited,
+    lost: () => lostReason,
+  });
 
   const started = (reply: Record<string, unknown>): SubprocessHandle => {
     const identity = { pid: reply.pid as number, startTime: (reply.start as number | null) ?? null };

@@ -5,9 +5,8 @@ import type {
   TerminalHandle,
   TerminalHandleExit,
   TerminalSpawnSpec,
-  TreeKillVerdict,
 } from '../subprocess/types.js';
-import { createCursor, type RemoteHost, type RemoteTree, toVerdict } from './remote-host.js';
+import { createCursor, type RemoteHost, type RemoteTree, remoteTreeKill } from './remote-host.js';
 
 const PTY_STREAM = 3;
 
@@ -82,8 +81,14 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
     },
   };
   let lostReason: string | null = null;
+  const kill = remoteTreeKill(host, {
+    treeId,
+    what: 'terminal',
+    graceMs: spec.cleanupGraceMs,
+    exited,
+    lost: () => lostReason,
+  });
 
-  let inFlight: Promise<TreeKillVerdict> | null = null;
   const started = (reply: Record<string, unknown>): TerminalHandle => ({
     identity: { pid: reply.pid as number, startTime: (reply.start as number | null) ?? null },
     treeId,
@@ -125,24 +130,7 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
         return { unknown: err instanceof Error ? err.message : String(err) };
       }
     },
-    kill() {
-      inFlight ??= (async () => {
-        if (lostReason !== null) {
-          throw new TetherError(
-            'PROVIDER_LOST',
-            `remote terminal ${treeId} on ${host.label} is lost: ${lostReason}`,
-          );
-        }
-        const verdict = toVerdict(
-          await host.request({ op: 'kill', tree: treeId, graceMs: spec.cleanupGraceMs }),
-        );
-        if (verdict.status === 'quiescent') await exited;
-        return verdict;
-      })().finally(() => {
-        inFlight = null;
-      });
-      return inFlight;
-    },
+    kill,
   });
   return { tree, started };
 }
