@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
+import { ownCgroupDir } from './leak-cgroup.js';
 
 /** Debian's `chromium` package (.ci/run installs it); no browser is downloaded. */
 export const CHROMIUM = process.env.TETHER_CHROMIUM ?? '/usr/bin/chromium';
@@ -54,17 +55,11 @@ export async function launchSharedBrowser(): Promise<SharedBrowser> {
   };
 }
 
+// This process's cgroup, when its parent is writable-looking (readable procs): the sibling goes there.
 function ownCgroup(): string | null {
+  const dir = ownCgroupDir();
+  if (dir === null) return null;
   try {
-    const line = readFileSync('/proc/self/cgroup', 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('0::'));
-    const mount = readFileSync('/proc/self/mountinfo', 'utf8')
-      .split('\n')
-      .map((l) => l.split(' '))
-      .find((f) => f.includes('cgroup2') && f[f.indexOf('-') + 1] === 'cgroup2');
-    if (line === undefined || mount === undefined || mount[3] !== '/') return null;
-    const dir = join(mount[4] ?? '', line.slice(3));
     readFileSync(join(dirname(dir), 'cgroup.procs'));
     return dir;
   } catch {

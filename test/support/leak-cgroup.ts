@@ -39,7 +39,8 @@ export function enterLeakCgroup(): LeakCgroup | null {
   return { dir, leaked: () => pidsBelow(dir).filter((pid) => pid !== process.pid) };
 }
 
-function ownCgroupDir(): string | null {
+/** The cgroup v2 directory this process is in, or null where there is none to be found. */
+export function ownCgroupDir(): string | null {
   try {
     const line = readFileSync('/proc/self/cgroup', 'utf8')
       .split('\n')
