@@ -16,21 +16,26 @@ const providerWithoutWatch = (): SubprocessProvider => localTerminalsWith('no-wa
 
 const seqLines = (n: number): string => `${Array.from({ length: n }, (_, i) => i + 1).join('\n')}\n`;
 
+// A runtime on `provider` (the default one when undefined) and a terminal of a host owner in it.
+async function openTerminalOn(provider: SubprocessProvider | undefined) {
+  const runtime = await createRuntime({
+    ...(provider ? { provider } : {}),
+    spillDir: false,
+    limits: { cleanupGraceMs: 300 },
+  });
+  rt = runtime; // disposed by afterEach
+  const owner = runtime.owners.host().token;
+  return { runtime, owner, t: await runtime.terminals.open(owner) };
+}
+
 describe.each([
   ['in the PTY worker', () => undefined],
   ['on the main thread (a provider without watchMarked)', providerWithoutWatch],
 ])('execute capture %s', (_where, provider) => {
   it('T7: output under the cap is returned exactly; output over it is its exact last 1,048,576 characters and the count of the rest', async () => {
-    const p = provider();
-    rt = await createRuntime({
-      ...(p ? { provider: p } : {}),
-      spillDir: false,
-      limits: { cleanupGraceMs: 300 },
-    });
-    const owner = rt.owners.host().token;
-    const t = await rt.terminals.open(owner);
+    const { runtime, owner, t } = await openTerminalOn(provider());
 
-    const small = await rt.terminals.execute(
+    const small = await runtime.terminals.execute(
       owner,
       t.id,
       'seq 1 20000; printf "no newline \\xf0\\x9f\\x98\\x80"',
@@ -39,7 +44,7 @@ describe.each([
     expect(small.output).toBe(`${seqLines(20_000)}no newline 😀`);
 
     // ~1.9 MB through the tty (\n becomes \r\n there): many batches, markers split anywhere.
-    const big = await rt.terminals.execute(
+    const big = await runtime.terminals.execute(
       owner,
       t.id,
       'seq 1 250000; exit_with() { return $1; }; exit_with 3',
@@ -53,28 +58,21 @@ describe.each([
     expect(big.output.slice(note![0].length)).toBe(raw.slice(omitted).replace(/\r\n/g, '\n'));
 
     // The shell is still usable, and what it prints next is not mixed with the flood.
-    expect(await rt.terminals.execute(owner, t.id, 'echo after')).toMatchObject({
+    expect(await runtime.terminals.execute(owner, t.id, 'echo after')).toMatchObject({
       output: 'after\n',
       exitCode: 0,
     });
   });
 
   it('T7: a timed-out command returns what it printed so far (released from the capture) and the shell comes back', async () => {
-    const p = provider();
-    rt = await createRuntime({
-      ...(p ? { provider: p } : {}),
-      spillDir: false,
-      limits: { cleanupGraceMs: 300 },
-    });
-    const owner = rt.owners.host().token;
-    const t = await rt.terminals.open(owner);
+    const { runtime, owner, t } = await openTerminalOn(provider());
     // INT ignored by the shell and its sleep: Ctrl-C does not bring the prompt back, so the shell is replaced.
-    const r = await rt.terminals.execute(owner, t.id, "echo started; trap '' INT; sleep 30", {
+    const r = await runtime.terminals.execute(owner, t.id, "echo started; trap '' INT; sleep 30", {
       timeoutMs: 500,
     });
     expect(r).toMatchObject({ timedOut: true, shellReset: true, exitCode: null });
     expect(r.output).toBe('started\n');
-    expect(await rt.terminals.execute(owner, t.id, 'echo fresh')).toMatchObject({
+    expect(await runtime.terminals.execute(owner, t.id, 'echo fresh')).toMatchObject({
       output: 'fresh\n',
       exitCode: 0,
     });
