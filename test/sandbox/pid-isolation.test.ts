@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readlinkSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Agent, createRuntime, type Runtime } from '../../src/index.js';
+import { hostPidsRunning } from '../support/proc-oracle.js';
 
 // K5 (`nod[e]`: the pattern matches node, not the shell whose own command line holds it).
 // SAFETY: `pkill -f node` and `kill -9 -1` run by root outside a PID namespace would kill
@@ -28,20 +29,6 @@ function isolatedAgent(sessionId: string): Agent {
   const agent = rt.agents.create({ sessionId, onTurn: () => {}, isolation: 'pid' });
   agents.push(agent);
   return agent;
-}
-
-// Host pids whose command line starts with `needle`, not zombies.
-function hostPidsRunning(needle: string): number[] {
-  const pids: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      const state = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.[0];
-      if (cmdline.startsWith(needle) && state !== 'Z') pids.push(Number(name));
-    } catch {}
-  }
-  return pids;
 }
 
 const needle = (tag: number) => `${tag}${process.pid % 1000}.${Date.now() % 100000}`;

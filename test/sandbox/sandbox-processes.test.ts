@@ -1,8 +1,9 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRuntime, type OwnerLease, type Runtime } from '../../src/index.js';
+import { hostPidsRunning } from '../support/proc-oracle.js';
 
 let ws: string;
 let rt: Runtime;
@@ -23,20 +24,6 @@ afterEach(async () => {
   await rt.dispose();
   rmSync(ws, { recursive: true, force: true });
 });
-
-// Host pids whose command line starts with `needle` (the host /proc sees sandboxed processes).
-function hostPidsRunning(needle: string): number[] {
-  const pids: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      const state = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.[0];
-      if (cmdline.startsWith(needle) && state !== 'Z') pids.push(Number(name));
-    } catch {}
-  }
-  return pids;
-}
 
 describe('sandbox: processes (A3 with S4, T6, D3)', () => {
   it('A3, S4: a sandboxed job’s setsid escapee dies when the job is killed', async () => {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { readProcStat } from '../../src/subprocess/proc.js';
 
 /** A process a test saw alive: its pid and its start time (a pid alone may be reused). */
@@ -79,6 +79,28 @@ export function aliveRunning(pids: readonly number[], argv: readonly string[]): 
       return false;
     }
   });
+}
+
+/**
+ * Host pids (this machine's /proc, which also sees sandboxed and namespaced processes) whose
+ * command line starts with `needle`, zombies left out.
+ *
+ * @example
+ * ```ts
+ * expect(hostPidsRunning('sleep 31417')).toHaveLength(1);
+ * ```
+ */
+export function hostPidsRunning(needle: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      const state = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.[0];
+      if (cmdline.startsWith(needle) && state !== 'Z') pids.push(Number(name));
+    } catch {}
+  }
+  return pids;
 }
 
 /**
