@@ -57,14 +57,35 @@ export function createSshProvider(input: SshProviderOptions): SshProvider {
   let provesInput: boolean | null = null;
   let disposed = false;
   const stop = new AbortController();
+  // Every channel opened and not yet lost, the one being connected included: dispose closes them
+  // all, so a reconnect that was under way when dispose came cannot leave a connection behind.
+  const channels = new Set<HelperChannel>();
+  const disposedError = () =>
+    new TetherError('RUNTIME_DISPOSED', `the SSH provider for ${label} was disposed`);
   let nextN = 0;
 
   const connect = async (): Promise<Session> => {
     const link = await openSshLink(options);
+    if (disposed) {
+      link.client.destroy();
+      throw disposedError();
+    }
     const helper = createHelperChannel(link, label, {
       data: (n, stream, offset, bytes) => trees.get(n)?.data(stream, offset, bytes),
       event: (message) => trees.get(message.n as number)?.event(message),
     });
+    channels.add(helper);
+    void helper.lost.then(() => channels.delete(helper));
+    try {
+      return await greet(helper);
+    } catch (err) {
+      helper.close();
+      throw err;
+    }
+  };
+
+  // Hello, re-attach or orphan each tree, kill the orphans; the session once all of it is done.
+  const greet = async (helper: HelperChannel): Promise<Session> => {
     const hello = await helper.request({ op: 'hello', lingerMs: options.lingerMs });
     const next: Session = {
       helper,
@@ -81,6 +102,8 @@ export function createSshProvider(input: SshProviderOptions): SshProvider {
           () => true,
           () => false,
         ));
+      // A channel that closed mid-attach proves nothing about the tree: the next connect retries.
+      if (!helper.alive) break;
       if (!attached) {
         trees.delete(tree.n);
         orphans.add(tree.treeId);
@@ -89,7 +112,10 @@ export function createSshProvider(input: SshProviderOptions): SshProvider {
     }
     for (const tree of [...orphans]) {
       await helper.request({ op: 'kill', tree, graceMs: 500 }).catch(() => {});
-      orphans.delete(tree);
+      if (helper.alive) orphans.delete(tree);
+    }
+    if (disposed || !helper.alive) {
+      throw disposed ? disposedError() : lostError(label, 'the helper channel closed while connecting');
     }
     void helper.lost.then((why) => onLost(next, why));
     return next;
@@ -126,7 +152,7 @@ export function createSshProvider(input: SshProviderOptions): SshProvider {
     throw lostError(label, why);
   };
   const ready = async (): Promise<Session> => {
-    if (disposed) throw new TetherError('RUNTIME_DISPOSED', `the SSH provider for ${label} was disposed`);
+    if (disposed) throw disposedError();
     if (session?.helper.alive) return session;
     connecting ??= connect()
       .then((s) => {
@@ -224,15 +250,26 @@ export function createSshProvider(input: SshProviderOptions): SshProvider {
       stop.abort();
       const current = session;
       session = null;
-      if (current === null || !current.helper.alive) return current?.helper.close();
       // A bounded goodbye: a dead or stalled host must not hold dispose (X3).
       const bound = new AbortController();
-      await Promise.race([
-        current.helper.request({ op: 'bye' }).catch(() => {}),
-        sleep(options.keepaliveIntervalMs, undefined, { signal: bound.signal }).catch(() => {}),
-      ]);
+      const bye = current?.helper.alive ? current.helper.request({ op: 'bye' }).catch(() => {}) : null;
+      if (bye !== null) {
+        await Promise.race([
+          bye,
+          sleep(options.keepaliveIntervalMs, undefined, { signal: bound.signal }).catch(() => {}),
+        ]);
+      }
+      for (const helper of channels) helper.close();
+      // A connect under way ends at its next step (its channel is closed, or it sees `disposed`
+      // once the handshake returns): wait for it, within the handshake's own bound.
+      const pending = connecting;
+      if (pending !== null) {
+        await Promise.race([
+          pending.catch(() => {}),
+          sleep(options.connectTimeoutMs, undefined, { signal: bound.signal }).catch(() => {}),
+        ]);
+      }
       bound.abort();
-      current.helper.close();
     },
   };
 }

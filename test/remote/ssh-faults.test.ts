@@ -52,22 +52,25 @@ describe('ssh provider faults (X3)', () => {
         process.kill(pid, 'SIGCONT');
       } catch {}
     }
-    for (const h of handles.splice(0)) await h.kill().catch(() => {});
-    await provider?.dispose();
-    provider = null;
-    // After the goodbye the helper ends by itself (its trees released or killed).
-    const pidFile = join(sshd.dir, 'helper', 'helper.pid');
-    if (existsSync(pidFile)) {
-      const helper = Number(readFileSync(pidFile, 'utf8'));
-      await until(
-        'the helper exits after dispose',
-        () =>
-          existsSync(`/proc/${helper}/cmdline`) &&
-          readFileSync(`/proc/${helper}/cmdline`, 'utf8').includes('tether-helper'),
-        (alive) => !alive,
-      );
+    try {
+      for (const h of handles.splice(0)) await h.kill().catch(() => {});
+      await provider?.dispose();
+      provider = null;
+      // After the goodbye the helper ends by itself (its trees released or killed).
+      const pidFile = join(sshd.dir, 'helper', 'helper.pid');
+      if (existsSync(pidFile)) {
+        const helper = Number(readFileSync(pidFile, 'utf8'));
+        await until(
+          'the helper exits after dispose',
+          () =>
+            existsSync(`/proc/${helper}/cmdline`) &&
+            readFileSync(`/proc/${helper}/cmdline`, 'utf8').includes('tether-helper'),
+          (alive) => !alive,
+        );
+      }
+    } finally {
+      await sshd.stop(); // also when the check failed: one test's server must not outlive it
     }
-    await sshd.stop();
   });
 
   const open = async (more = {}) => {
@@ -182,6 +185,35 @@ describe('ssh provider faults (X3)', () => {
       'the orphaned tree killed',
       () => listTaggedProcesses(job.treeId),
       (pids) => pids.length === 0,
+    );
+  });
+
+  it('X3: dispose while a reconnect is killing orphans leaves no connection and no helper behind', async () => {
+    const p = await open();
+    // Every process of the tree ignores TERM, so the orphan kill on reconnect holds its grace.
+    const job = await p.spawn({
+      argv: ['bash', '-c', "trap '' TERM; setsid sleep 1000 & echo ready; sleep 1000"],
+      ...grace(500),
+      stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+    });
+    await lines(job.stdout!).until('ready');
+    const first = daemonPid();
+    process.kill(first, 'SIGKILL');
+    await job.exited;
+    // The reconnect's new helper is up and its orphan kill is under way (the tree still lives).
+    const second = await until(
+      'a new helper',
+      () => (existsSync(join(sshd.dir, 'helper', 'helper.pid')) ? daemonPid() : first),
+      (pid) => pid !== first && existsSync(`/proc/${pid}`),
+    );
+    expect(listTaggedProcesses(job.treeId).length).toBe(2);
+    await p.dispose();
+    expect(p.workers).toBe(0);
+    await until('no SSH session left', sessionPids, (pids) => pids.length === 0);
+    await until(
+      'the second helper gone',
+      () => existsSync(`/proc/${second}`),
+      (alive) => !alive,
     );
   });
 
