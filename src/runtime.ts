@@ -26,6 +26,7 @@ import { openRuntimeBoundary } from './subprocess/containment/runtime-boundary.j
 import { createLocalProvider } from './subprocess/local-provider.js';
 import { treeIdPrefix } from './subprocess/marker.js';
 import { hasProcfs, listTaggedProcesses } from './subprocess/proc.js';
+import { startSpawner } from './subprocess/spawner/spawner.js';
 import type { SubprocessProvider } from './subprocess/types.js';
 import { createPersistentBash, type PersistentBash } from './terminals/persistent-bash.js';
 import { createTerminalService } from './terminals/terminal-service.js';
@@ -187,8 +188,10 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     facts,
   });
   // The runtime owns every provider it was handed or made (S2, S5): dispose releases each.
+  // P1: local children start from the small spawner process, not by forking this one.
+  const spawner = opts.provider ? null : startSpawner();
   let current: SubprocessProvider =
-    opts.provider ?? createLocalProvider({ env: opts.env, containment: boundary.containment });
+    opts.provider ?? createLocalProvider({ env: opts.env, containment: boundary.containment, spawner });
   const providers = new Set([current]);
   // X4: a provider per owner; sandboxed and isolated owners get an enclave of their own (A3, K5).
   const placement = createPlacement({
@@ -410,6 +413,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
             });
           }
         }
+        await spawner?.dispose(); // after every tree it started was killed and reported
         await spillPool?.destroy();
         spills?.removeAll(); // K4: unless kept, a spill does not outlive its runtime
         await boundary.close(); // the runtime's cgroup and ledger record go last

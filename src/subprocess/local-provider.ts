@@ -7,6 +7,7 @@ import { createMarkerContainment } from './containment/marker-containment.js';
 import { type EnvPolicy, sanitizeEnv } from './env.js';
 import { readIdentity } from './identity.js';
 import { createPtyHost, type PtyHost } from './pty/pty-host.js';
+import { type SpawnedChild, type Spawner, SpawnerGone, SpawnRefused } from './spawner/spawner.js';
 import type {
   ProcessIdentity,
   SubprocessExit,
@@ -31,6 +32,12 @@ export interface LocalProviderOptions {
    * Default: the env marker (S4). The containment stays the caller's to dispose.
    */
   readonly containment?: Containment;
+  /**
+   * Starts `spawn` children without forking this process (P1; see tether-spawner.c). Default:
+   * none, every child goes through `child_process`. The spawner stays the caller's to dispose;
+   * once it is gone, children go through `child_process` again.
+   */
+  readonly spawner?: Spawner | null;
 }
 
 /** The local provider: also says whether its PTY worker runs (`workers`) and stops it (`dispose`). */
@@ -83,7 +90,27 @@ async function spawnLocal(
 ): Promise<SubprocessHandle> {
   if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
   assertDirectory(spec.cwd);
-  const tree = containment.openTree(spec.argv, sanitizeEnv(process.env, options.env, spec.env));
+  const env = sanitizeEnv(process.env, options.env, spec.env);
+  const spawner = options.spawner;
+  if (spawner?.alive) {
+    const tree = containment.openTree(spec.argv, env, { entersAtClone: true });
+    try {
+      const child = await spawner.spawn({
+        argv: tree.argv,
+        env: tree.env,
+        cwd: spec.cwd,
+        stdio: spec.stdio,
+        cgroup: tree.cgroup,
+      });
+      return trackChild(child, tree, spec);
+    } catch (err) {
+      tree.release();
+      if (err instanceof SpawnRefused) throw refusedError(err, tree.argv[0], spec.cwd);
+      if (!(err instanceof SpawnerGone)) throw err;
+      // The spawner ended under us: nothing started; child_process starts it instead.
+    }
+  }
+  const tree = containment.openTree(spec.argv, env);
   const [file, ...args] = tree.argv;
   try {
     // Behind an entry wrapper a missing program would be the wrapper's exit 127: refuse first.
@@ -95,11 +122,45 @@ async function spawnLocal(
       stdio: [spec.stdio.stdin, spec.stdio.stdout, spec.stdio.stderr],
     });
     await started(child, file, spec.cwd);
-    return trackChild(child, tree, spec);
+    return trackChild(nodeChild(child), tree, spec);
   } catch (err) {
     tree.release();
     throw err;
   }
+}
+
+// What the spawner's refusal means to the caller: the same errors child_process gives.
+function refusedError(err: SpawnRefused, file: string, cwd: string): TetherError {
+  if (err.stage === 'chdir') {
+    return new TetherError(
+      'CWD_NOT_FOUND',
+      `cwd '${cwd}' is not an existing directory; pass a directory that exists`,
+    );
+  }
+  const hint =
+    err.stage === 'exec' && err.code === 'ENOENT'
+      ? `'${file}' was not found (looked up in PATH from cwd '${cwd}'); pass an installed executable`
+      : `'${file}' could not be started: ${err.stage} failed with ${err.code}`;
+  return new TetherError('SPAWN_FAILED', hint, { cause: err });
+}
+
+// A child_process child as the spawner's shape: its leader, pipes and exit.
+function nodeChild(child: ChildProcess): SpawnedChild {
+  const pid = child.pid!;
+  // The leader cannot have been reaped yet (libuv reaps on the loop), so /proc still has it.
+  const identity = readIdentity(pid);
+  // Errors after spawn (e.g. EPIPE on stdin) are not the tree's fate; the exit event is.
+  child.on('error', () => {});
+  return {
+    pid,
+    startTime: identity?.startTime ?? null,
+    stdin: child.stdin,
+    stdout: child.stdout,
+    stderr: child.stderr,
+    exited: new Promise<SubprocessExit>((resolve) => {
+      child.once('exit', (exitCode, signal) => resolve({ exitCode, signal }));
+    }),
+  };
 }
 
 function assertExecutable(program: string, cwd: string, path: string | undefined): void {
@@ -174,16 +235,10 @@ function started(child: ChildProcess, file: string, cwd: string): Promise<void> 
   });
 }
 
-function trackChild(child: ChildProcess, tree: TreeBoundary, spec: SubprocessSpawnSpec): SubprocessHandle {
+function trackChild(child: SpawnedChild, tree: TreeBoundary, spec: SubprocessSpawnSpec): SubprocessHandle {
   const { treeId } = tree;
-  const pid = child.pid!;
-  // The leader cannot have been reaped yet (libuv reaps on the loop), so /proc still has it.
-  const identity: ProcessIdentity = readIdentity(pid) ?? { pid, startTime: null };
-  const exited = new Promise<SubprocessExit>((resolve) => {
-    child.once('exit', (exitCode, signal) => resolve({ exitCode, signal }));
-  });
-  // Errors after spawn (e.g. EPIPE on stdin) are not the tree's fate; the exit event is.
-  child.on('error', () => {});
+  const { pid, exited } = child;
+  const identity: ProcessIdentity = { pid, startTime: child.startTime };
   // A write to a child that already exited raises EPIPE on stdin: the exit is the fact, not that.
   child.stdin?.on('error', () => {});
 

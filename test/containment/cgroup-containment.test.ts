@@ -7,6 +7,7 @@ import { probeCgroup } from '../../src/subprocess/containment/cgroup-fs.js';
 import { createContainment } from '../../src/subprocess/containment/containment.js';
 import type { Containment } from '../../src/subprocess/containment/containment-types.js';
 import { createLocalProvider } from '../../src/subprocess/local-provider.js';
+import { startSpawner } from '../../src/subprocess/spawner/spawner.js';
 import { alive, ESCAPEES, type Escapees, escapeeIdentities, pidFile } from './escapees.js';
 
 const cgroupHere = probeCgroup().ok;
@@ -16,7 +17,14 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function providerWith(request: 'cgroup' | 'marker'): {
+// How the leader is started: child_process (its entry is BASH_ENV or the sh wrapper), or the
+// spawner process (it writes the child into the cgroup between clone and exec).
+type Via = 'child_process' | 'spawner';
+
+function providerWith(
+  request: 'cgroup' | 'marker',
+  via: Via = 'child_process',
+): {
   containment: Containment;
   spawnEscapees: () => Promise<{ child: SubprocessHandle; ids: Escapees }>;
 } {
@@ -25,8 +33,12 @@ function providerWith(request: 'cgroup' | 'marker'): {
     runtimeId: `test-${request}-${Date.now()}`,
     stateDir: stateDir(),
   });
-  const provider = createLocalProvider({ containment });
+  const spawner = via === 'spawner' ? startSpawner() : null;
+  if (via === 'spawner' && spawner === null)
+    throw new Error('build/tether-spawner is missing: run npm install');
+  const provider = createLocalProvider({ containment, spawner });
   cleanups.push(
+    () => spawner?.dispose(),
     () => containment.dispose(),
     () => provider.dispose(),
   );
@@ -73,19 +85,22 @@ describe.runIf(cgroupHere)('containment: cgroup (as root)', () => {
     expect(ran.output).toMatch(/0::\/.*tether-[\w-]+\/t\d+/);
   });
 
-  it('K2: nothing of a killed tree survives — setsid env -i, double fork with closed fds, nohup, stopped, TERM-ignoring leader; proof cgroup', async () => {
-    const { containment, spawnEscapees } = providerWith('cgroup');
-    const { child, ids } = await spawnEscapees();
-    expect(alive(ids)).toHaveLength(5);
-    const verdict = await child.kill();
-    expect(verdict).toMatchObject({ status: 'quiescent', proof: 'cgroup' });
-    expect(verdict.killed).toBeGreaterThanOrEqual(5);
-    expect(alive(ids)).toEqual([]);
-    expect(containment.trees).toBe(0);
-    // The tree's cgroup is gone; the runtime's goes with dispose.
-    await containment.dispose();
-    expect(existsSync(containment.cgroup!)).toBe(false);
-  });
+  it.each(['child_process', 'spawner'] as const)(
+    'K2 (%s): nothing of a killed tree survives — setsid env -i, double fork with closed fds, nohup, stopped, TERM-ignoring leader; proof cgroup',
+    async (via) => {
+      const { containment, spawnEscapees } = providerWith('cgroup', via);
+      const { child, ids } = await spawnEscapees();
+      expect(alive(ids)).toHaveLength(5);
+      const verdict = await child.kill();
+      expect(verdict).toMatchObject({ status: 'quiescent', proof: 'cgroup' });
+      expect(verdict.killed).toBeGreaterThanOrEqual(5);
+      expect(alive(ids)).toEqual([]);
+      expect(containment.trees).toBe(0);
+      // The tree's cgroup is gone; the runtime's goes with dispose.
+      await containment.dispose();
+      expect(existsSync(containment.cgroup!)).toBe(false);
+    },
+  );
 
   it('K2: through the runtime, every escapee is gone after kill, drain and dispose', async () => {
     const rt = await createRuntime({ stateDir: stateDir(), limits: { cleanupGraceMs: 300 } });
@@ -122,17 +137,20 @@ describe.runIf(cgroupHere)('containment: cgroup (as root)', () => {
 });
 
 describe('containment: marker', () => {
-  it('K2 (marker): a setsid env -i orphan is reported escaped, never quiescent', async () => {
-    const { spawnEscapees } = providerWith('marker');
-    const { child, ids } = await spawnEscapees();
-    const verdict = await child.kill();
-    expect(verdict.status).toBe('escaped');
-    const { envless } = ids; // the `setsid env -i` orphan: the marker cannot reach it
-    expect(verdict.status === 'escaped' && verdict.escaped).toContain(envless.pid);
-    // Everything else of the tree the marker did find and kill.
-    expect(alive(ids)).toEqual([envless.pid]);
-    process.kill(envless.pid, 'SIGKILL');
-  });
+  it.each(['child_process', 'spawner'] as const)(
+    'K2 (marker, %s): a setsid env -i orphan is reported escaped, never quiescent',
+    async (via) => {
+      const { spawnEscapees } = providerWith('marker', via);
+      const { child, ids } = await spawnEscapees();
+      const verdict = await child.kill();
+      expect(verdict.status).toBe('escaped');
+      const { envless } = ids; // the `setsid env -i` orphan: the marker cannot reach it
+      expect(verdict.status === 'escaped' && verdict.escaped).toContain(envless.pid);
+      // Everything else of the tree the marker did find and kill.
+      expect(alive(ids)).toEqual([envless.pid]);
+      process.kill(envless.pid, 'SIGKILL');
+    },
+  );
 
   it.runIf(process.getuid?.() === 0)(
     "K1: containment: 'cgroup' fails with CONTAINMENT_UNAVAILABLE for a user without a writable cgroup; the default falls back to marker",

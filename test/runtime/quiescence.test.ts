@@ -56,9 +56,10 @@ describe('D3 quiescence, seen by the platform', () => {
       const during = rt.stats();
       expect(during.terminals.timers).toBeGreaterThan(0);
       expect(during.timers).toBeGreaterThanOrEqual(during.terminals.timers); // counted in the total
-      // Node sees the child process and the PTY worker's port (its Timeout entries are per
-      // timer list, not per timer, so they are compared only after dispose).
-      expect(resources().ProcessWrap ?? 0).toBeGreaterThan(before.resources.ProcessWrap ?? 0);
+      // Node sees the job's pipes and the spawner's channel (the job is the spawner's child,
+      // not a ProcessWrap of this process) and the PTY worker's port (its Timeout entries are
+      // per timer list, not per timer, so they are compared only after dispose).
+      expect(resources().PipeWrap ?? 0).toBeGreaterThan(before.resources.PipeWrap ?? 0);
       expect(resources().MessagePort ?? 0).toBeGreaterThan(before.resources.MessagePort ?? 0);
       expect(threadCount()).toBeGreaterThan(before.threads); // the PTY worker
       expect(fds().length).toBeGreaterThan(before.fds.length); // the PTY, the job's pipes

@@ -23,8 +23,9 @@ export interface CgroupContainmentOptions {
 /**
  * Cgroup containment (K1, K2): one cgroup per runtime (`dir`), one per tree below it
  * (`t<n>`). Every leader writes itself into its tree's cgroup before it execs the caller's
- * program — a `bash -c` through `BASH_ENV`, anything else through a `sh` wrapper — so not
- * even its first fork is outside. Kill is `cgroup.kill`, dead is `populated 0`.
+ * program — born in it when the spawner starts it (clone3 CLONE_INTO_CGROUP), else a
+ * `bash -c` through `BASH_ENV` and anything else through a `sh` wrapper — so not even its
+ * first fork is outside. Kill is `cgroup.kill`, dead is `populated 0`.
  *
  * @example
  * ```ts
@@ -70,17 +71,19 @@ export function createCgroupContainment(opts: CgroupContainmentOptions): Contain
     const treeId = newTreeId();
     const since = markPids();
     const procs = join(treeDir, 'cgroup.procs');
-    const bash = !o.pty && entersThroughBashEnv(argv, env);
+    const atClone = o.entersAtClone === true && !o.pty;
+    const bash = !atClone && !o.pty && entersThroughBashEnv(argv, env);
     let inFlight: Promise<TreeKillVerdict> | null = null;
     const boundary: TreeBoundary = {
       treeId,
-      argv: bash ? argv : ['/bin/sh', '-c', SH_ENTRY_SCRIPT, procs, ...argv],
+      argv: atClone || bash ? argv : ['/bin/sh', '-c', SH_ENTRY_SCRIPT, procs, ...argv],
       env: {
         ...env,
         [TREE_MARKER_ENV]: treeId,
         ...(bash ? { BASH_ENV: entryFile(), [CGROUP_PROCS_ENV]: procs } : {}),
       },
-      program: bash ? null : argv[0],
+      program: atClone || bash ? null : argv[0],
+      cgroup: atClone ? treeDir : null,
       kill(leader, killOpts) {
         inFlight ??= killCgroupTree(tree, leader, killOpts, () =>
           killProcessTree({ root: leader, treeId, since }, { graceMs: killOpts.graceMs }),

@@ -28,6 +28,12 @@ export interface TreeBoundary {
    */
   readonly program: string | null;
   /**
+   * The tree's cgroup directory when the boundary was opened with `entersAtClone` (cgroup
+   * mode): the spawner starts the leader in it (clone3 CLONE_INTO_CGROUP), so `argv` and `env`
+   * carry no entry. Otherwise `null`.
+   */
+  readonly cgroup: string | null;
+  /**
    * Kills the whole tree (S4, K2) and says what it proved. `leader` is the spawned leader
    * (`{ pid: -1, startTime: -1 }` when it never became known). Idempotent; after the leader
    * exited it sweeps what is left. The boundary is released when the tree is proven dead.
@@ -44,7 +50,8 @@ export interface Containment {
   readonly cgroup: string | null;
   /**
    * Prepares the boundary of one tree. `argv` and `env` are what the caller would exec;
-   * `pty`: the leader runs on a terminal (no `bash -c` shortcut applies).
+   * `pty`: the leader runs on a terminal (no `bash -c` shortcut applies); `entersAtClone`:
+   * the caller starts the leader inside `cgroup` itself (the spawner), so no entry is needed.
    *
    * @example
    * ```ts
@@ -55,7 +62,7 @@ export interface Containment {
   openTree(
     argv: readonly [string, ...string[]],
     env: Readonly<Record<string, string>>,
-    opts?: { readonly pty?: boolean },
+    opts?: { readonly pty?: boolean; readonly entersAtClone?: boolean },
   ): TreeBoundary;
   /** Boundaries opened and not yet released. */
   readonly trees: number;

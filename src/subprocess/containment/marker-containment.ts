@@ -39,6 +39,7 @@ export function createMarkerContainment(): Containment {
         argv,
         env: { ...env, [TREE_MARKER_ENV]: treeId },
         program: null,
+        cgroup: null,
         kill(leader, opts) {
           inFlight ??= killProcessTree({ root: leader, treeId, since }, opts).then((verdict) => {
             inFlight = null;

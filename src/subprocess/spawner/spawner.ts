@@ -1,0 +1,243 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, constants as fsConstants, mkdtempSync, openSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { constants as osConstants, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { TetherError } from '../../errors.js';
+import type { StdioDisposition, SubprocessExit } from '../types.js';
+
+/** One child to start: what the local provider would have passed to `child_process.spawn`. */
+export interface SpawnerRequest {
+  readonly argv: readonly [string, ...string[]];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+  readonly stdio: {
+    readonly stdin: StdioDisposition;
+    readonly stdout: StdioDisposition;
+    readonly stderr: StdioDisposition;
+  };
+  /** The tree's cgroup directory: the child is born in it (clone3 CLONE_INTO_CGROUP), or null. */
+  readonly cgroup: string | null;
+}
+
+/** A started child: its leader (pid and /proc start time), its pipes, and its exit. */
+export interface SpawnedChild {
+  readonly pid: number;
+  readonly startTime: number | null;
+  readonly stdin: Writable | null;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  readonly exited: Promise<SubprocessExit>;
+}
+
+/** Why nothing started: the spawner's stage (`chdir`, `exec`, …) and the errno code. */
+export class SpawnRefused extends Error {
+  constructor(
+    readonly stage: string,
+    readonly code: string,
+  ) {
+    super(`${stage} failed: ${code}`);
+  }
+}
+
+/** The spawner process is gone: nothing was started, the caller starts it another way. */
+export class SpawnerGone extends Error {}
+
+/** The spawner process of one runtime (see tether-spawner.c for why it exists). */
+export interface Spawner {
+  /** False once the spawner process ended: callers fall back to `child_process`. */
+  readonly alive: boolean;
+  /**
+   * Starts a child in its own session. Rejects {@link SpawnRefused} when the child could not
+   * start (nothing runs), or {@link SpawnerGone} when the spawner itself is gone.
+   */
+  spawn(request: SpawnerRequest): Promise<SpawnedChild>;
+  /** Ends the spawner (its children are the containment's to kill first). Idempotent. */
+  dispose(): Promise<void>;
+}
+
+const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
+const ERRNO_NAMES = new Map(Object.entries(osConstants.errno).map(([name, n]) => [n, name]));
+const MODE: Record<StdioDisposition, string> = { ignore: 'i', inherit: 'h', pipe: 'p' };
+
+/**
+ * Where the compiled spawner is (`build/tether-spawner`, made by the install script), or null
+ * where there is none (not built, not Linux).
+ */
+export function spawnerBinary(): string | null {
+  if (process.platform !== 'linux') return null;
+  // From src/subprocess/spawner/ (tests) or dist/src/subprocess/spawner/ (the package).
+  for (const rel of ['../../../build/tether-spawner', '../../../../build/tether-spawner']) {
+    const path = new URL(rel, import.meta.url).pathname;
+    if (existsSync(path)) return path;
+  }
+  return null;
+}
+
+/**
+ * Starts the spawner process, or returns null when there is no spawner binary.
+ *
+ * @example
+ * ```ts
+ * const spawner = startSpawner();
+ * const child = await spawner?.spawn({ argv: ['/bin/true'], env: {}, cwd: '/', cgroup: null,
+ *   stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' } });
+ * await spawner?.dispose();
+ * ```
+ */
+export function startSpawner(binary = spawnerBinary()): Spawner | null {
+  if (binary === null) return null;
+  const fifoDir = mkdtempSync(join(tmpdir(), 'tether-spawn-'));
+  const proc: ChildProcess = spawn(binary, [fifoDir], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
+  const control = proc.stdio[3] as net.Socket;
+  const starts = new Map<
+    string,
+    { resolve(child: SpawnedChild): void; reject(err: Error): void; request: SpawnerRequest }
+  >();
+  const exits = new Map<number, (exit: SubprocessExit) => void>();
+  let nextId = 0;
+  let gone: Error | null = null;
+  let ended: Promise<void> | null = null;
+  const exitedProc = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  // The spawner keeps the loop alive only while it has work: starts or children to report.
+  const refresh = () => {
+    if (starts.size + exits.size > 0) control.ref();
+    else control.unref();
+  };
+  proc.unref();
+  refresh();
+
+  const lose = (why: string) => {
+    if (gone !== null) return;
+    gone = new SpawnerGone(`the spawner process ended (${why}); spawns go through child_process`);
+    for (const start of starts.values()) start.reject(gone);
+    starts.clear();
+    // Children it can no longer report: their exit is unknown, their trees the containment's.
+    for (const resolve of exits.values()) resolve({ exitCode: null, signal: null });
+    exits.clear();
+    rmSync(fifoDir, { recursive: true, force: true });
+  };
+  proc.once('error', (err) => lose(err.message));
+  proc.once('exit', (code, signal) => lose(signal ?? `exit ${code}`));
+  control.on('error', () => {});
+  control.on('close', () => lose('its control channel closed'));
+
+  const fifo = (id: string, fd: number) => join(fifoDir, `${id}.${fd}`);
+  const started = (id: string, pid: number, startTime: number) => {
+    const start = starts.get(id);
+    if (start === undefined) return;
+    starts.delete(id);
+    const { stdio } = start.request;
+    const exited = new Promise<SubprocessExit>((resolve) => exits.set(pid, resolve));
+    const open = (fd: number, disposition: StdioDisposition) => {
+      if (disposition !== 'pipe') return null;
+      const flags = (fd === 0 ? fsConstants.O_WRONLY : fsConstants.O_RDONLY) | fsConstants.O_NONBLOCK;
+      const socket = new net.Socket({
+        fd: openSync(fifo(id, fd), flags),
+        readable: fd !== 0,
+        writable: fd === 0,
+      });
+      return socket;
+    };
+    try {
+      const child: SpawnedChild = {
+        pid,
+        startTime: startTime >= 0 ? startTime : null,
+        stdin: open(0, stdio.stdin),
+        stdout: open(1, stdio.stdout),
+        stderr: open(2, stdio.stderr),
+        exited,
+      };
+      start.resolve(child);
+    } catch (err) {
+      start.reject(err as Error);
+    } finally {
+      send(['O', id]); // our ends are open (or never will be): the spawner lets go of its own
+      refresh();
+    }
+  };
+
+  let pending = '';
+  control.setEncoding('utf8');
+  control.on('data', (chunk: string) => {
+    pending += chunk;
+    let eol = pending.indexOf('\n');
+    while (eol >= 0) {
+      const [kind, ...f] = pending.slice(0, eol).split(' ');
+      pending = pending.slice(eol + 1);
+      eol = pending.indexOf('\n');
+      if (kind === 'S') started(f[0]!, Number(f[1]), Number(f[2]));
+      else if (kind === 'X') {
+        const pid = Number(f[0]);
+        const resolve = exits.get(pid);
+        if (resolve === undefined) continue;
+        exits.delete(pid);
+        const code = Number(f[1]);
+        resolve(
+          code >= 0
+            ? { exitCode: code, signal: null }
+            : { exitCode: null, signal: (SIGNAL_NAMES.get(Number(f[2])) ?? null) as NodeJS.Signals | null },
+        );
+        refresh();
+      } else if (kind === 'F') {
+        const start = starts.get(f[0]!);
+        if (start === undefined) continue;
+        starts.delete(f[0]!);
+        start.reject(new SpawnRefused(f[2] ?? 'spawn', ERRNO_NAMES.get(Number(f[1])) ?? `errno ${f[1]}`));
+        refresh();
+      }
+    }
+  });
+
+  const send = (fields: readonly string[]) => {
+    const payload = Buffer.from(`${fields.join('\0')}\0`, 'utf8');
+    const frame = Buffer.allocUnsafe(4 + payload.length);
+    frame.writeUInt32LE(payload.length, 0);
+    payload.copy(frame, 4);
+    control.write(frame);
+  };
+
+  return {
+    get alive() {
+      return gone === null;
+    },
+    spawn(request) {
+      if (gone !== null) return Promise.reject(gone);
+      const env = Object.entries(request.env).map(([k, v]) => `${k}=${v}`);
+      const fields = [request.cwd, request.cgroup ?? '', ...request.argv, ...env];
+      if (fields.some((f) => f.includes('\0'))) {
+        return Promise.reject(
+          new TetherError('INVALID_ARGUMENT', 'argv, env and cwd must not contain NUL characters'),
+        );
+      }
+      const id = String(++nextId);
+      const { stdin, stdout, stderr } = request.stdio;
+      return new Promise<SpawnedChild>((resolve, reject) => {
+        starts.set(id, { resolve, reject, request });
+        refresh();
+        send([
+          'S',
+          id,
+          MODE[stdin] + MODE[stdout] + MODE[stderr],
+          request.cwd,
+          request.cgroup ?? '',
+          String(request.argv.length),
+          ...request.argv,
+          String(env.length),
+          ...env,
+        ]);
+      });
+    },
+    dispose() {
+      ended ??= (async () => {
+        control.end();
+        const bound = setTimeout(() => proc.kill('SIGKILL'), 2000);
+        await exitedProc;
+        clearTimeout(bound);
+        lose('disposed');
+      })();
+      return ended;
+    },
+  };
+}

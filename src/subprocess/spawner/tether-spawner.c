@@ -1,0 +1,361 @@
+/*
+ * tether-spawner: starts the local process trees of one Tether runtime (S1, K1, P1).
+ *
+ * Why a helper process and why C: Node's child_process.spawn forks the whole Node process on
+ * Linux (libuv only uses posix_spawn on macOS; nodejs/node#14917, libuv#3520), so every spawn
+ * copies the page tables of a process with several V8 heaps — measured here at 8–20 ms of
+ * blocked main loop per spawn, growing with the heap — and every page Node writes afterwards
+ * takes a copy-on-write fault. This process is small, so its fork costs a fraction of a
+ * millisecond, and the main loop never blocks on it. It starts children the way glibc's
+ * posix_spawn does — clone(CLONE_VM | CLONE_VFORK) on a stack of its own, so not even this
+ * process's page tables are copied (measured here: 2.3 ms per /bin/true against 3.4–3.9 ms
+ * for fork) — but with what posix_spawn cannot do: the child writes itself into its tree's
+ * cgroup before it execs (K1: nothing of the program runs outside). C because no maintained
+ * npm package spawns without forking Node, and a cgroup entry needs code between clone and exec.
+ *
+ * Protocol on fd 3 (a socketpair with Node): requests are frames `u32le length, payload`;
+ * payload `S\0id\0modes\0cwd\0cgroup\0argc\0argv...\0envc\0env...\0` starts a child,
+ * `O\0id\0` says Node opened that child's pipes. Replies are lines:
+ *   `S <id> <pid> <starttime>`        started (exec succeeded)
+ *   `F <id> <errno> <stage>`          nothing runs: stage is fifo, clone, cgroup, chdir or exec
+ *   `X <pid> <code> <signal>`         the child was reaped (code -1 when a signal ended it)
+ * modes: three characters for stdin, stdout, stderr: i ignore, h inherit, p pipe. A pipe is a
+ * FIFO `<dir>/<id>.<fd>` that this process holds open (read and write) until Node says it
+ * opened its end, so neither early output nor an early exit loses a byte.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sched.h>
+#include <sys/mman.h>
+
+/* What the child needs, and where it says why it could not exec (it shares our memory). */
+struct launch {
+  const char *modes, *id, *cwd, *cgroup_procs;
+  char **argv, **envp;
+  int err;
+  const char *stage;
+};
+
+#define CHILD_STACK (256 * 1024)
+
+#define CONTROL 3
+#define MAX_HELD 4096
+
+static const char *fifo_dir;
+static int wake[2];
+/* Pipes held open until Node opened its end: [id, fd] pairs, and the FIFO paths to unlink. */
+static struct {
+  char id[32];
+  int fd;
+  char path[512];
+} held[MAX_HELD];
+static int held_count;
+
+static void say(const char *line) {
+  size_t len = strlen(line);
+  while (len > 0) {
+    ssize_t n = write(CONTROL, line, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      _exit(0); /* Node is gone */
+    }
+    line += n;
+    len -= (size_t)n;
+  }
+}
+
+static void on_signal(int sig) {
+  int saved = errno;
+  char c = (char)sig;
+  (void)!write(wake[1], &c, 1);
+  errno = saved;
+}
+
+/* In the child: say why nothing runs (in the shared struct), then end. */
+static int child_fail(struct launch *l, const char *stage) {
+  l->err = errno;
+  l->stage = stage;
+  _exit(127);
+}
+
+/*
+ * The child's side, from clone to exec, on its own stack while this process waits (vfork
+ * semantics): only system calls, nothing that touches memory the parent uses.
+ */
+static int child(void *arg) {
+  struct launch *l = arg;
+  sigset_t none;
+  sigemptyset(&none);
+  for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  if (setsid() < 0) return child_fail(l, "setsid");
+  if (l->cgroup_procs != NULL) {
+    /* K1: in the tree's cgroup before anything of the program runs ("0" is the writer). */
+    int fd = open(l->cgroup_procs, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "0", 1) != 1) return child_fail(l, "cgroup");
+    close(fd);
+  }
+  if (chdir(l->cwd) < 0) return child_fail(l, "chdir");
+  int fds[3];
+  for (int i = 0; i < 3; i++) {
+    char path[512];
+    int fd;
+    switch (l->modes[i]) {
+      case 'h':
+        fd = fcntl(i, F_DUPFD_CLOEXEC, 10);
+        break;
+      case 'p':
+        snprintf(path, sizeof path, "%s/%s.%d", fifo_dir, l->id, i);
+        fd = open(path, (i == 0 ? O_RDONLY : O_WRONLY) | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        break;
+      default:
+        fd = open("/dev/null", (i == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
+    }
+    if (fd < 0) return child_fail(l, "stdio");
+    if (fd < 10) {
+      int high = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+      close(fd);
+      fd = high;
+    }
+    fds[i] = fd;
+  }
+  for (int i = 0; i < 3; i++)
+    if (dup2(fds[i], i) < 0) return child_fail(l, "stdio");
+  const char *file = l->argv[0];
+  if (strchr(file, '/') != NULL) {
+    execve(file, l->argv, l->envp);
+    return child_fail(l, "exec");
+  }
+  /* PATH lookup in the child's own env, as Node does. */
+  const char *path = "/usr/local/bin:/usr/bin:/bin";
+  for (char **e = l->envp; *e != NULL; e++)
+    if (strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
+  int last = ENOENT;
+  char candidate[4096];
+  while (*path != '\0') {
+    const char *end = strchr(path, ':');
+    size_t len = end == NULL ? strlen(path) : (size_t)(end - path);
+    if (len == 0) {
+      snprintf(candidate, sizeof candidate, "%s", file);
+    } else {
+      snprintf(candidate, sizeof candidate, "%.*s/%s", (int)len, path, file);
+    }
+    execve(candidate, l->argv, l->envp);
+    if (errno != ENOENT && errno != ENOTDIR) last = errno;
+    if (end == NULL) break;
+    path = end + 1;
+  }
+  errno = last;
+  return child_fail(l, "exec");
+}
+
+static long long start_time(pid_t pid) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');
+  if (p == NULL) return -1;
+  /* Field 22 (starttime); p + 2 is field 3. */
+  int field = 3;
+  for (p += 2; *p != '\0' && field < 22; p++)
+    if (*p == ' ') field++;
+  return atoll(p);
+}
+
+static void fail(const char *id, int err, const char *stage) {
+  char line[128];
+  snprintf(line, sizeof line, "F %s %d %s\n", id, err, stage);
+  say(line);
+}
+
+static void drop_held(const char *id) {
+  for (int i = 0; i < held_count;) {
+    if (strcmp(held[i].id, id) == 0) {
+      close(held[i].fd);
+      unlink(held[i].path);
+      held[i] = held[--held_count];
+    } else {
+      i++;
+    }
+  }
+}
+
+static void start(char **field, int count) {
+  /* field: id, modes, cwd, cgroup, argc, argv..., envc, env... */
+  if (count < 6) return;
+  const char *id = field[0], *modes = field[1], *cwd = field[2], *cgroup = field[3];
+  int argc = atoi(field[4]);
+  if (argc < 1 || 5 + argc >= count || strlen(modes) != 3 || strlen(id) >= 32) {
+    fail(id, EINVAL, "request");
+    return;
+  }
+  int envc = atoi(field[5 + argc]);
+  if (6 + argc + envc > count) {
+    fail(id, EINVAL, "request");
+    return;
+  }
+  char **argv = calloc((size_t)argc + 1, sizeof(char *));
+  char **envp = calloc((size_t)envc + 1, sizeof(char *));
+  for (int i = 0; i < argc; i++) argv[i] = field[5 + i];
+  for (int i = 0; i < envc; i++) envp[i] = field[6 + argc + i];
+  for (int i = 0; i < 3; i++) {
+    if (modes[i] != 'p') continue;
+    if (held_count >= MAX_HELD) {
+      errno = EMFILE;
+      goto fifo_failed;
+    }
+    char *path = held[held_count].path;
+    snprintf(path, sizeof held[0].path, "%s/%s.%d", fifo_dir, id, i);
+    unlink(path);
+    if (mkfifo(path, 0600) < 0) goto fifo_failed;
+    int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) goto fifo_failed;
+    snprintf(held[held_count].id, sizeof held[0].id, "%s", id);
+    held[held_count++].fd = fd;
+  }
+  static char *stack = NULL;
+  if (stack == NULL) {
+    stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) {
+      stack = NULL;
+      goto fifo_failed;
+    }
+  }
+  char procs[600];
+  snprintf(procs, sizeof procs, "%s/cgroup.procs", cgroup);
+  struct launch l = {modes, id, cwd, cgroup[0] != '\0' ? procs : NULL, argv, envp, 0, NULL};
+  /* No handler of ours may run in the child while it shares our memory. */
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  pid_t pid = clone(child, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &l);
+  int clone_errno = errno;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  free(argv);
+  free(envp);
+  if (pid < 0) {
+    drop_held(id);
+    fail(id, clone_errno, "clone");
+    return;
+  }
+  if (l.stage != NULL) {
+    /* The child exits 127 without running anything; its X line follows when it is reaped. */
+    char line[160];
+    snprintf(line, sizeof line, "F %s %d %s %d\n", id, l.err, l.stage, pid);
+    drop_held(id);
+    say(line);
+    return;
+  }
+  char line[128];
+  snprintf(line, sizeof line, "S %s %d %lld\n", id, pid, start_time(pid));
+  say(line);
+  return;
+fifo_failed:;
+  int err = errno;
+  free(argv);
+  free(envp);
+  drop_held(id);
+  fail(id, err, "fifo");
+}
+
+static void reap(void) {
+  int status;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    char line[96];
+    if (WIFSIGNALED(status))
+      snprintf(line, sizeof line, "X %d -1 %d\n", pid, WTERMSIG(status));
+    else
+      snprintf(line, sizeof line, "X %d %d 0\n", pid, WEXITSTATUS(status));
+    say(line);
+  }
+}
+
+static void handle(char *payload, uint32_t len) {
+  char *field[65536];
+  int count = 0;
+  for (uint32_t i = 0, startAt = 0; i < len && count < 65536; i++) {
+    if (payload[i] == '\0') {
+      field[count++] = payload + startAt;
+      startAt = i + 1;
+    }
+  }
+  if (count < 2) return;
+  if (strcmp(field[0], "S") == 0) start(field + 1, count - 1);
+  else if (strcmp(field[0], "O") == 0) drop_held(field[1]);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: tether-spawner <fifo-dir> (started by tether-runtime)\n");
+    return 2;
+  }
+  fifo_dir = argv[1];
+  pid_t parent = getppid();
+  prctl(PR_SET_PDEATHSIG, SIGKILL); /* the runtime's process died: so does its spawner */
+  if (getppid() != parent) return 0;
+  if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) return 1;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  fcntl(CONTROL, F_SETFD, FD_CLOEXEC);
+  size_t cap = 1 << 16, have = 0;
+  char *buf = malloc(cap);
+  say("READY\n");
+  for (;;) {
+    struct pollfd fds[2] = {{CONTROL, POLLIN, 0}, {wake[0], POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
+    if (fds[1].revents & POLLIN) {
+      char drain[64];
+      while (read(wake[0], drain, sizeof drain) > 0) {
+      }
+    }
+    reap();
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (have == cap) buf = realloc(buf, cap *= 2);
+      ssize_t n = read(CONTROL, buf + have, cap - have);
+      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;
+      if (n > 0) have += (size_t)n;
+      while (have >= 4) {
+        uint32_t len;
+        memcpy(&len, buf, 4);
+        if (have < 4 + (size_t)len) {
+          if (cap < 4 + (size_t)len) {
+            while (cap < 4 + (size_t)len) cap *= 2;
+            buf = realloc(buf, cap);
+          }
+          break;
+        }
+        handle(buf + 4, len);
+        memmove(buf, buf + 4 + len, have - 4 - len);
+        have -= 4 + len;
+      }
+    }
+  }
+  for (int i = 0; i < held_count; i++) unlink(held[i].path);
+  rmdir(fifo_dir);
+  return 0;
+}

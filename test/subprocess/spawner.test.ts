@@ -1,0 +1,104 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRuntime, type Runtime } from '../../src/index.js';
+import { probeCgroup } from '../../src/subprocess/containment/cgroup-fs.js';
+import { spawnerBinary } from '../../src/subprocess/spawner/spawner.js';
+
+const stateDir = () => `${process.env.TMPDIR ?? '/tmp'}/tether-state-test-${process.pid}`;
+const runtimes: Runtime[] = [];
+afterEach(async () => {
+  for (const rt of runtimes.splice(0)) await rt.dispose();
+});
+
+const ppidOf = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+};
+// The spawner processes this test process started (they are its direct children).
+const spawners = () =>
+  readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return (
+          ppidOf(pid) === process.pid && readlinkSync(`/proc/${pid}/exe`).endsWith('/build/tether-spawner')
+        );
+      } catch {
+        return false;
+      }
+    });
+
+describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
+  it.each(['cgroup', 'marker'] as const)(
+    'P1, K1 (%s): a command runs as the spawner’s child, not a fork of this process, with its own session',
+    async (containment) => {
+      if (containment === 'cgroup' && !probeCgroup().ok) return;
+      const rt = await createRuntime({ stateDir: stateDir(), containment });
+      runtimes.push(rt);
+      const [spawner] = spawners();
+      expect(spawner).toBeGreaterThan(0);
+      // $PPID of `bash -c` is who started it; `ps -o sid=` of itself its session.
+      const result = await rt.shell.run({
+        command:
+          'echo "ppid=$PPID"; echo "sid=$(ps -o sid= -p $$ | tr -d " ")"; echo "pid=$$"; grep ^0:: /proc/$$/cgroup',
+      });
+      expect(result.exitCode).toBe(0);
+      expect(result.output).toContain(`ppid=${spawner}`);
+      const pid = /^pid=(\d+)$/m.exec(result.output)?.[1];
+      expect(result.output).toContain(`sid=${pid}`); // a session leader (S4: its own group and session)
+      if (containment === 'cgroup') expect(result.output).toMatch(/^0::\/.*tether-[\w-]+\/t\d+$/m);
+    },
+  );
+
+  it('S1: a missing program is SPAWN_FAILED and a missing cwd CWD_NOT_FOUND, through the spawner', async () => {
+    const rt = await createRuntime({ stateDir: stateDir() });
+    runtimes.push(rt);
+    await expect(rt.shell.run({ command: 'true', shell: '/no/such/shell' })).rejects.toMatchObject({
+      code: 'SPAWN_FAILED',
+      message: expect.stringContaining("'/no/such/shell' was not found"),
+    });
+    await expect(rt.shell.run({ command: 'true', cwd: '/no/such/dir' })).rejects.toMatchObject({
+      code: 'CWD_NOT_FOUND',
+    });
+    expect((await rt.shell.run({ command: 'echo still-works' })).output).toBe('still-works\n');
+  });
+
+  it('C2: output larger than a pipe holds, from a child that exits right after writing it, arrives whole', async () => {
+    const rt = await createRuntime({ stateDir: stateDir() });
+    runtimes.push(rt);
+    // 150 KB is more than a pipe holds: the child blocks until we read, then exits at once.
+    const result = await rt.shell.run({
+      command: 'head -c 150000 /dev/zero | tr "\\0" a; echo; echo done >&2',
+    });
+    expect(result.exitCode).toBe(0);
+    expect(result.truncated).toBe(true);
+    // Every byte is in the spill, stdout's and stderr's.
+    expect(readFileSync(result.spillPath!, 'utf8')).toBe(`${'a'.repeat(150_000)}\ndone\n`);
+  });
+
+  it('D3: dispose ends the spawner; a spawner that died is replaced by child_process and nothing is lost', async () => {
+    const rt = await createRuntime({ stateDir: stateDir() });
+    const before = spawners();
+    expect(before).toHaveLength(1);
+    const job = await rt.shell.background(rt.owners.host().token, { command: 'sleep 30' });
+    process.kill(before[0]!, 'SIGKILL');
+    // The next command starts without it (as this process's own child).
+    const after = await rt.shell.run({ command: 'echo "ppid=$PPID"' });
+    expect(after.output).toBe(`ppid=${process.pid}\n`);
+    // The job it started is still the runtime's: killed to a verdict on drain.
+    await rt.jobs.drainOwner(rt.owners.host().token);
+    expect(job.id).toBeTruthy();
+    await rt.dispose();
+    expect(spawners()).toEqual([]);
+    expect(rt.stats().processes).toBe(0);
+  });
+
+  it('D3: after dispose no spawner is left', async () => {
+    const rt = await createRuntime({ stateDir: stateDir() });
+    await rt.shell.run({ command: 'true' });
+    expect(spawners()).toHaveLength(1);
+    await rt.dispose();
+    expect(spawners()).toEqual([]);
+  });
+});
