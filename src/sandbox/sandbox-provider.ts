@@ -1,6 +1,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { TetherError } from '../errors.js';
+import type { LocalProvider } from '../subprocess/local-provider.js';
 import type {
   SubprocessHandle,
   SubprocessProvider,
@@ -50,8 +51,9 @@ export interface SandboxProviderOptions {
  * A3, K5: a provider decorating `inner` (or the provider a function returns at each spawn):
  * every process and terminal it starts runs inside one enclave — a standing set of
  * namespaces bubblewrap makes on the first spawn (PID and IPC always; mount, network and no
- * capabilities when sandboxed) — entered with `nsenter` (and, sandboxed, `setpriv` dropping
- * every capability). The inner provider still spawns, sanitizes the env (S3), marks and kills
+ * capabilities when sandboxed) — joined by the inner provider's spawner between clone and exec
+ * where it has one (`spawnJoined`), else entered with `nsenter` (and, sandboxed, `setpriv`
+ * dropping every capability), as terminals always are. The inner provider still spawns, sanitizes the env (S3), marks and kills
  * the tree (S4) and proves `stdin_read` from the host /proc (the host sees the real pids).
  * `dispose()` ends the enclave: every process in it dies with its pid 1. Nothing falls back
  * to running unconfined: a spawn whose enclave cannot start rejects SANDBOX_UNAVAILABLE.
@@ -96,14 +98,19 @@ export function createSandboxProvider(
     }
   };
 
-  // nsenter joins the enclave's namespaces, then its cwd there (see SandboxTools.chdir); setpriv drops every capability (the
-  // enclave's bubblewrap dropped them for its pid 1 only; an entered process would keep root's).
-  const enter = async <S extends SubprocessSpawnSpec | TerminalSpawnSpec>(spec: S): Promise<S> => {
+  // Before any spawn: the checks nsenter would fail less clearly, then the enclave.
+  const prepare = async (spec: SubprocessSpawnSpec | TerminalSpawnSpec): Promise<Enclave> => {
     if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
     assertVisible(spec.cwd, confinement);
     assertProgram(spec.argv[0], spec.cwd, spec.env?.PATH ?? process.env.PATH ?? '');
-    const { holder } = await enclave();
-    const join = ['-t', String(holder.pid), '-m', '-p', '-i', ...(sandboxed ? ['-n'] : [])];
+    return enclave();
+  };
+  const namespaces = sandboxed ? (['mnt', 'pid', 'ipc', 'net'] as const) : (['mnt', 'pid', 'ipc'] as const);
+
+  // nsenter joins the enclave's namespaces, then its cwd there (see SandboxTools.chdir); setpriv drops every capability (the
+  // enclave's bubblewrap dropped them for its pid 1 only; an entered process would keep root's).
+  const entered = <S extends SubprocessSpawnSpec | TerminalSpawnSpec>(spec: S, { holder }: Enclave): S => {
+    const join = ['-t', String(holder.pid), ...namespaces.map((ns) => NSENTER_FLAG[ns])];
     const drop = sandboxed
       ? [tools.setpriv, '--bounding-set=-all', '--inh-caps=-all', '--no-new-privs', '--']
       : [];
@@ -127,10 +134,23 @@ export function createSandboxProvider(
       return current?.alive() ? 1 : 0;
     },
     async spawn(spec): Promise<SubprocessHandle> {
-      return innerNow().spawn(await enter(spec));
+      const inner = innerNow();
+      const made = await prepare(spec);
+      // The same namespaces and capabilities, joined by the spawner between clone and exec:
+      // no nsenter, no setpriv, no extra exec (A3 cost). Else (no spawner) through nsenter.
+      if (joinsNamespaces(inner)) {
+        const handle = await inner.spawnJoined(spec, {
+          holder: made.holder,
+          namespaces,
+          dropCapabilities: sandboxed,
+        });
+        if (handle !== null) return handle;
+      }
+      return inner.spawn(entered(spec, made));
     },
     async spawnTerminal(spec): Promise<TerminalHandle> {
-      return innerNow().spawnTerminal(await enter(spec));
+      const made = await prepare(spec);
+      return innerNow().spawnTerminal(entered(spec, made));
     },
     get workers() {
       return 0; // the inner provider's workers are counted where the inner provider is
@@ -144,6 +164,15 @@ export function createSandboxProvider(
       return disposed;
     },
   };
+}
+
+const NSENTER_FLAG = { mnt: '-m', pid: '-p', ipc: '-i', net: '-n' } as const;
+
+// A provider that can start a child inside an enclave itself (the local one, with its spawner).
+function joinsNamespaces(
+  provider: SubprocessProvider,
+): provider is SubprocessProvider & Pick<LocalProvider, 'spawnJoined'> {
+  return typeof (provider as Partial<LocalProvider>).spawnJoined === 'function';
 }
 
 // S1: a missing program is SPAWN_FAILED, as with the inner provider, not an exit 127 of the

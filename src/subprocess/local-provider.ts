@@ -9,6 +9,7 @@ import { readIdentity } from './identity.js';
 import { createPtyHost, type PtyHost } from './pty/pty-host.js';
 import { type SpawnedChild, type Spawner, SpawnerGone, SpawnRefused } from './spawner/spawner.js';
 import type {
+  NamespaceJoin,
   ProcessIdentity,
   SubprocessExit,
   SubprocessHandle,
@@ -44,6 +45,12 @@ export interface LocalProviderOptions {
 export interface LocalProvider extends SubprocessProvider {
   readonly workers: number;
   readonly containment: Containment['mode'];
+  /**
+   * `spawn`, with the child joining `join`'s namespaces between clone and exec (the sandbox's
+   * way into an enclave without nsenter and setpriv, A3/K5). `null` when this provider cannot
+   * do that now (no spawner): nothing started, the caller enters another way.
+   */
+  spawnJoined(spec: SubprocessSpawnSpec, join: NamespaceJoin): Promise<SubprocessHandle | null>;
   dispose(): Promise<void>;
 }
 
@@ -71,7 +78,8 @@ export function createLocalProvider(options: LocalProviderOptions = {}): LocalPr
   return {
     name: 'local',
     containment: containment.mode,
-    spawn: (spec) => spawnLocal(spec, options, containment),
+    spawn: async (spec) => (await spawnLocal(spec, options, containment, null))!,
+    spawnJoined: (spec, join) => spawnLocal(spec, options, containment, join),
     spawnTerminal: (spec) => spawnLocalTerminal(spec, host, options, containment),
     get workers() {
       return host.alive ? 1 : 0;
@@ -83,11 +91,13 @@ export function createLocalProvider(options: LocalProviderOptions = {}): LocalPr
 }
 
 // The one place a local process tree starts (S1, S4): where containment hooks in before exec.
+// With `join`, only through the spawner: null when it is not there (nothing started).
 async function spawnLocal(
   spec: SubprocessSpawnSpec,
   options: LocalProviderOptions,
   containment: Containment,
-): Promise<SubprocessHandle> {
+  join: NamespaceJoin | null,
+): Promise<SubprocessHandle | null> {
   if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
   assertDirectory(spec.cwd);
   const env = sanitizeEnv(process.env, options.env, spec.env);
@@ -101,6 +111,7 @@ async function spawnLocal(
         cwd: spec.cwd,
         stdio: spec.stdio,
         cgroup: tree.cgroup,
+        join,
       });
       return trackChild(child, tree, spec);
     } catch (err) {
@@ -110,6 +121,7 @@ async function spawnLocal(
       // The spawner ended under us: nothing started; child_process starts it instead.
     }
   }
+  if (join !== null) return null;
   const tree = containment.openTree(spec.argv, env);
   const [file, ...args] = tree.argv;
   try {
@@ -131,6 +143,13 @@ async function spawnLocal(
 
 // What the spawner's refusal means to the caller: the same errors child_process gives.
 function refusedError(err: SpawnRefused, file: string, cwd: string): TetherError {
+  if (err.stage === 'enclave' || err.stage === 'setns') {
+    return new TetherError(
+      'SANDBOX_UNAVAILABLE',
+      `the sandbox's enclave could not be entered (${err.code}); retry: a new one is made`,
+      { cause: err },
+    );
+  }
   if (err.stage === 'chdir') {
     return new TetherError(
       'CWD_NOT_FOUND',

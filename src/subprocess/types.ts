@@ -36,6 +36,16 @@ export interface SubprocessSpawnSpec {
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
+/**
+ * The namespaces of a running process (an owner's enclave, A3/K5) that a child joins before it
+ * execs, and whether it gives up every capability there (what `nsenter` + `setpriv` do).
+ */
+export interface NamespaceJoin {
+  readonly holder: ProcessIdentity;
+  readonly namespaces: readonly ('mnt' | 'pid' | 'ipc' | 'net')[];
+  readonly dropCapabilities: boolean;
+}
+
 /** A process as the kernel knows it: a pid is only meaningful together with its start time. */
 export interface ProcessIdentity {
   readonly pid: number;

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -25,7 +25,58 @@ afterEach(async () => {
   rmSync(ws, { recursive: true, force: true });
 });
 
+// The host's view of a process: its parent, its program and its namespaces.
+const hostView = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return {
+    ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]),
+    exe: readlinkSync(`/proc/${pid}/exe`),
+    ns: ['mnt', 'pid', 'ipc', 'net'].map((ns) => readlinkSync(`/proc/${pid}/ns/${ns}`)),
+    capBnd: /^CapBnd:\s*(\w+)$/m.exec(status)?.[1],
+    noNewPrivs: /^NoNewPrivs:\s*(\d)$/m.exec(status)?.[1],
+  };
+};
+
 describe('sandbox: processes (A3 with S4, T6, D3)', () => {
+  it('A3 (cost): a sandboxed job’s leader is the program itself, started by the spawner inside the enclave — no nsenter, no setpriv', async () => {
+    const job = await rt.shell.background(lease.token, { command: 'exec sleep 60' });
+    const spawner = readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .map(Number)
+      .find((pid) => {
+        try {
+          return (
+            readlinkSync(`/proc/${pid}/exe`).endsWith('/build/tether-spawner') &&
+            hostView(pid).ppid === process.pid
+          );
+        } catch {
+          return false;
+        }
+      });
+    expect(spawner).toBeGreaterThan(0);
+    // The job's processes as the host sees them: the leader `exec`s sleep, so one is sleep.
+    const leader = await (async () => {
+      for (let i = 0; i < 500; i++) {
+        const pids = hostPidsRunning('sleep 60');
+        const found = pids.find((pid) => hostView(pid).ppid === spawner);
+        if (found !== undefined) return found;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      throw new Error('the sandboxed sleep never appeared as a child of the spawner');
+    })();
+    const view = hostView(leader);
+    expect(view.exe).toMatch(/\/sleep$/);
+    // In other namespaces than this process (mount, pid, ipc, net), with no capability left.
+    const own = hostView(process.pid);
+    view.ns.forEach((ns, i) => {
+      expect(ns).not.toBe(own.ns[i]);
+    });
+    expect(view.capBnd).toBe('0000000000000000');
+    expect(view.noNewPrivs).toBe('1');
+    await rt.jobs.kill(lease.token, job.id);
+  });
+
   it('A3, S4: a sandboxed job’s setsid escapee dies when the job is killed', async () => {
     const needle = `${3000 + (process.pid % 1000)}.${Date.now() % 100000}`;
     const job = await rt.shell.background(lease.token, {

@@ -5,7 +5,7 @@ import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { TetherError } from '../../errors.js';
-import type { StdioDisposition, SubprocessExit } from '../types.js';
+import type { NamespaceJoin, StdioDisposition, SubprocessExit } from '../types.js';
 
 /** One child to start: what the local provider would have passed to `child_process.spawn`. */
 export interface SpawnerRequest {
@@ -17,8 +17,10 @@ export interface SpawnerRequest {
     readonly stdout: StdioDisposition;
     readonly stderr: StdioDisposition;
   };
-  /** The tree's cgroup directory: the child is born in it (clone3 CLONE_INTO_CGROUP), or null. */
+  /** The tree's cgroup directory: the child enters it between clone and exec, or null. */
   readonly cgroup: string | null;
+  /** An enclave to join between clone and exec (after stdio and cgroup), or none. */
+  readonly join?: NamespaceJoin | null;
 }
 
 /** A started child: its leader (pid and /proc start time), its pipes, and its exit. */
@@ -205,7 +207,8 @@ export function startSpawner(binary = spawnerBinary()): Spawner | null {
     spawn(request) {
       if (gone !== null) return Promise.reject(gone);
       const env = Object.entries(request.env).map(([k, v]) => `${k}=${v}`);
-      const fields = [request.cwd, request.cgroup ?? '', ...request.argv, ...env];
+      const join = joinField(request.join ?? null);
+      const fields = [request.cwd, request.cgroup ?? '', join, ...request.argv, ...env];
       if (fields.some((f) => f.includes('\0'))) {
         return Promise.reject(
           new TetherError('INVALID_ARGUMENT', 'argv, env and cwd must not contain NUL characters'),
@@ -222,6 +225,7 @@ export function startSpawner(binary = spawnerBinary()): Spawner | null {
           MODE[stdin] + MODE[stdout] + MODE[stderr],
           request.cwd,
           request.cgroup ?? '',
+          join,
           String(request.argv.length),
           ...request.argv,
           String(env.length),
@@ -240,4 +244,13 @@ export function startSpawner(binary = spawnerBinary()): Spawner | null {
       return ended;
     },
   };
+}
+
+const NAMESPACE_LETTER = { mnt: 'm', pid: 'p', ipc: 'i', net: 'n' } as const;
+
+// `pid:starttime:letters:drop` (see tether-spawner.c), or '' for no join.
+function joinField(join: NamespaceJoin | null): string {
+  if (join === null) return '';
+  const letters = join.namespaces.map((ns) => NAMESPACE_LETTER[ns]).join('');
+  return `${join.holder.pid}:${join.holder.startTime ?? -1}:${letters}:${join.dropCapabilities ? 1 : 0}`;
 }

@@ -14,7 +14,7 @@
  * npm package spawns without forking Node, and a cgroup entry needs code between clone and exec.
  *
  * Protocol on fd 3 (a socketpair with Node): requests are frames `u32le length, payload`;
- * payload `S\0id\0modes\0cwd\0cgroup\0argc\0argv...\0envc\0env...\0` starts a child,
+ * payload `S\0id\0modes\0cwd\0cgroup\0join\0argc\0argv...\0envc\0env...\0` starts a child,
  * `O\0id\0` says Node opened that child's pipes. Replies are lines:
  *   `S <id> <pid> <starttime>`        started (exec succeeded)
  *   `F <id> <errno> <stage>`          nothing runs: stage is fifo, clone, cgroup, chdir or exec
@@ -22,6 +22,11 @@
  * modes: three characters for stdin, stdout, stderr: i ignore, h inherit, p pipe. A pipe is a
  * FIFO `<dir>/<id>.<fd>` that this process holds open (read and write) until Node says it
  * opened its end, so neither early output nor an early exit loses a byte.
+ * join: empty, or `<pid>:<starttime>:<namespaces>:<drop>` — the child joins the namespaces of
+ * that process (letters m mnt, p pid, i ipc, n net; A3/K5: an owner's enclave) after it opened
+ * its stdio and entered its cgroup, takes its cwd there, and with drop=1 gives up every
+ * capability (bounding, inheritable and ambient sets, no_new_privs), as nsenter and setpriv
+ * would, without their two execs.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -46,9 +52,16 @@
 struct launch {
   const char *modes, *id, *cwd, *cgroup_procs;
   char **argv, **envp;
+  int ns[3]; /* mnt, ipc, net of the enclave to join, or -1 */
+  int drop_caps;
   int err;
   const char *stage;
 };
+
+static int last_cap = 40;
+static long long start_time(pid_t pid);
+static void close_enclave(struct launch *l, int pid_ns);
+static int own_pid_ns = -1;
 
 #define CHILD_STACK (256 * 1024)
 
@@ -109,7 +122,6 @@ static int child(void *arg) {
     if (fd < 0 || write(fd, "0", 1) != 1) return child_fail(l, "cgroup");
     close(fd);
   }
-  if (chdir(l->cwd) < 0) return child_fail(l, "chdir");
   int fds[3];
   for (int i = 0; i < 3; i++) {
     char path[512];
@@ -133,6 +145,23 @@ static int child(void *arg) {
       fd = high;
     }
     fds[i] = fd;
+  }
+  /* The enclave: its ipc, net and mount namespaces (the pid one was set by the parent). */
+  static const int kinds[3] = {CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET};
+  for (int i = 2; i >= 0; i--)
+    if (l->ns[i] >= 0 && setns(l->ns[i], kinds[i]) < 0) return child_fail(l, "setns");
+  if (chdir(l->cwd) < 0) return child_fail(l, "chdir");
+  if (l->drop_caps) {
+    for (int cap = 0; cap <= last_cap; cap++)
+      if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return child_fail(l, "caps");
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &header, data) < 0) return child_fail(l, "caps");
+    data[0].inheritable = data[1].inheritable = 0;
+    if (syscall(SYS_capset, &header, data) < 0) return child_fail(l, "caps");
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+      return child_fail(l, "caps");
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return child_fail(l, "caps");
   }
   for (int i = 0; i < 3; i++)
     if (dup2(fds[i], i) < 0) return child_fail(l, "stdio");
@@ -200,24 +229,75 @@ static void drop_held(const char *id) {
   }
 }
 
+/* The namespaces of the enclave named by `pid:starttime:letters:drop`, checked to be that process's. */
+static int open_enclave(const char *join, struct launch *l, int *pid_ns) {
+  char letters[8] = "";
+  int pid = 0, drop = 0;
+  long long start = -1;
+  if (sscanf(join, "%d:%lld:%7[a-z]:%d", &pid, &start, letters, &drop) != 4 || pid <= 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  static const char *names[] = {"mnt", "ipc", "net"};
+  static const char letter[] = {'m', 'i', 'n'};
+  char path[64];
+  for (int i = 0; i < 3; i++) {
+    if (strchr(letters, letter[i]) == NULL) continue;
+    snprintf(path, sizeof path, "/proc/%d/ns/%s", pid, names[i]);
+    if ((l->ns[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0) goto failed;
+  }
+  if (strchr(letters, 'p') != NULL) {
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", pid);
+    if ((*pid_ns = open(path, O_RDONLY | O_CLOEXEC)) < 0) goto failed;
+  }
+  /* Opened first, checked after: the fds are that process's namespaces, not a reused pid's. */
+  if (start_time(pid) != start) {
+    errno = ESRCH;
+    goto failed;
+  }
+  l->drop_caps = drop;
+  return 0;
+failed:;
+  int err = errno;
+  close_enclave(l, *pid_ns);
+  *pid_ns = -1;
+  errno = err;
+  return -1;
+}
+
+static void close_enclave(struct launch *l, int pid_ns) {
+  for (int i = 0; i < 3; i++)
+    if (l->ns[i] >= 0) close(l->ns[i]), l->ns[i] = -1;
+  if (pid_ns >= 0) close(pid_ns);
+}
+
 static void start(char **field, int count) {
-  /* field: id, modes, cwd, cgroup, argc, argv..., envc, env... */
-  if (count < 6) return;
-  const char *id = field[0], *modes = field[1], *cwd = field[2], *cgroup = field[3];
-  int argc = atoi(field[4]);
-  if (argc < 1 || 5 + argc >= count || strlen(modes) != 3 || strlen(id) >= 32) {
+  /* field: id, modes, cwd, cgroup, join, argc, argv..., envc, env... */
+  if (count < 7) return;
+  const char *id = field[0], *modes = field[1], *cwd = field[2], *cgroup = field[3], *join = field[4];
+  int argc = atoi(field[5]);
+  if (argc < 1 || 6 + argc >= count || strlen(modes) != 3 || strlen(id) >= 32) {
     fail(id, EINVAL, "request");
     return;
   }
-  int envc = atoi(field[5 + argc]);
-  if (6 + argc + envc > count) {
+  int envc = atoi(field[6 + argc]);
+  if (7 + argc + envc > count) {
     fail(id, EINVAL, "request");
     return;
   }
   char **argv = calloc((size_t)argc + 1, sizeof(char *));
   char **envp = calloc((size_t)envc + 1, sizeof(char *));
-  for (int i = 0; i < argc; i++) argv[i] = field[5 + i];
-  for (int i = 0; i < envc; i++) envp[i] = field[6 + argc + i];
+  for (int i = 0; i < argc; i++) argv[i] = field[6 + i];
+  for (int i = 0; i < envc; i++) envp[i] = field[7 + argc + i];
+  struct launch l = {modes, id, cwd, NULL, argv, envp, {-1, -1, -1}, 0, 0, NULL};
+  int pid_ns = -1;
+  if (join[0] != '\0' && open_enclave(join, &l, &pid_ns) < 0) {
+    int err = errno;
+    free(argv);
+    free(envp);
+    fail(id, err, "enclave");
+    return;
+  }
   for (int i = 0; i < 3; i++) {
     if (modes[i] != 'p') continue;
     if (held_count >= MAX_HELD) {
@@ -243,14 +323,27 @@ static void start(char **field, int count) {
   }
   char procs[600];
   snprintf(procs, sizeof procs, "%s/cgroup.procs", cgroup);
-  struct launch l = {modes, id, cwd, cgroup[0] != '\0' ? procs : NULL, argv, envp, 0, NULL};
+  l.cgroup_procs = cgroup[0] != '\0' ? procs : NULL;
   /* No handler of ours may run in the child while it shares our memory. */
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_SETMASK, &all, &old);
+  /* A child is born into the pid namespace set for our children: the enclave's, then ours again. */
+  if (pid_ns >= 0 && setns(pid_ns, CLONE_NEWPID) < 0) {
+    int err = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close_enclave(&l, pid_ns);
+    free(argv);
+    free(envp);
+    drop_held(id);
+    fail(id, err, "setns");
+    return;
+  }
   pid_t pid = clone(child, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &l);
   int clone_errno = errno;
+  if (pid_ns >= 0 && setns(own_pid_ns, CLONE_NEWPID) < 0) _exit(1); /* cannot serve the host any more */
   sigprocmask(SIG_SETMASK, &old, NULL);
+  close_enclave(&l, pid_ns);
   free(argv);
   free(envp);
   if (pid < 0) {
@@ -272,6 +365,7 @@ static void start(char **field, int count) {
   return;
 fifo_failed:;
   int err = errno;
+  close_enclave(&l, pid_ns);
   free(argv);
   free(envp);
   drop_held(id);
@@ -315,6 +409,12 @@ int main(int argc, char **argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL); /* the runtime's process died: so does its spawner */
   if (getppid() != parent) return 0;
   if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) return 1;
+  own_pid_ns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+  FILE *caps = fopen("/proc/sys/kernel/cap_last_cap", "re");
+  if (caps != NULL) {
+    if (fscanf(caps, "%d", &last_cap) != 1) last_cap = 40;
+    fclose(caps);
+  }
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
