@@ -99,7 +99,9 @@ export async function rows(quick) {
       fmt(p1.tether),
       `${fmt(p1.tether / p1.raw)}× raw`,
       '≤ 1.15× raw',
-      mode === 'cgroup' ? 'children from the spawner (vfork clone, cgroup entry before exec), mkdir + rmdir of the tree cgroup' : 'children from the spawner, env marker sweep',
+      mode === 'cgroup'
+        ? 'children from the spawner (vfork clone, cgroup entry before exec), mkdir + rmdir of the tree cgroup'
+        : 'children from the spawner, env marker sweep',
     ]);
   }
   if (!cgroup) out.push(['K2 cgroup mode', '', 'n/a', '', '', 'no writable cgroup v2 here']);
