@@ -13,6 +13,7 @@ import { shellJobSpec } from '../dist/src/shell/shell-job.js';
 import { createLocalProvider } from '../dist/src/subprocess/local-provider.js';
 import { treeIdPrefix } from '../dist/src/subprocess/marker.js';
 import { listTaggedProcesses } from '../dist/src/subprocess/proc.js';
+import { startSpawner } from '../dist/src/subprocess/spawner/spawner.js';
 
 const JOBS_PER_AGENT = 8;
 const GRACE_MS = 2_000; // the runtime's default cleanupGraceMs (sleep dies on TERM: none is used)
@@ -24,7 +25,8 @@ function compose() {
   const jobs = createJobService({ owners });
   const agents = createAgentService({ owners, jobs });
   const lifetime = new AbortController();
-  const local = createLocalProvider();
+  const spawner = startSpawner(); // as createRuntime does: children start from the spawner (P1)
+  const local = createLocalProvider({ spawner });
   const shell = {
     provider: () => local,
     lifetime: lifetime.signal,
@@ -45,6 +47,7 @@ function compose() {
       await agents.dispose();
       lifetime.abort();
       await jobs.dispose();
+      await spawner?.dispose();
     },
   };
 }

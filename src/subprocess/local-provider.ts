@@ -91,6 +91,8 @@ export function createLocalProvider(options: LocalProviderOptions = {}): LocalPr
 }
 
 // The one place a local process tree starts (S1, S4): where containment hooks in before exec.
+const BURST = 4;
+
 // With `join`, only through the spawner: null when it is not there (nothing started).
 async function spawnLocal(
   spec: SubprocessSpawnSpec,
@@ -103,6 +105,9 @@ async function spawnLocal(
   const env = sanitizeEnv(process.env, options.env, spec.env);
   const spawner = options.spawner;
   if (spawner?.alive) {
+    // A burst (hundreds of jobs started in one tick) must not hold the main loop for its whole
+    // preparation: past a few starts in flight, each one waits for the next turn of the loop.
+    if (spawner.pending >= BURST) await new Promise<void>((resolve) => setImmediate(resolve));
     const tree = containment.openTree(spec.argv, env, { entersAtClone: true });
     try {
       const child = await spawner.spawn({

@@ -77,7 +77,8 @@ describe('rt.shell.background', () => {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const before = listTaggedProcesses(treeIdPrefix()).length;
-    expect(before).toBe(8);
+    // Should it fail: which jobs ran and what became of them says why.
+    expect(before, JSON.stringify(await rt.jobs.list(lease.token))).toBe(8);
     const err = await rt.shell.background(lease.token, { command: 'sleep 1000' }).catch((e: unknown) => e);
     expect((err as TetherError).code).toBe('JOB_LIMIT');
     expect(listTaggedProcesses(treeIdPrefix()).length).toBe(before);
