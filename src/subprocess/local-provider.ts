@@ -90,9 +90,10 @@ export function createLocalProvider(options: LocalProviderOptions = {}): LocalPr
   };
 }
 
-// The one place a local process tree starts (S1, S4): where containment hooks in before exec.
+// Starts in flight at the spawner past which a new spawn first yields to the loop (P5).
 const BURST = 4;
 
+// The one place a local process tree starts (S1, S4): where containment hooks in before exec.
 // With `join`, only through the spawner: null when it is not there (nothing started).
 async function spawnLocal(
   spec: SubprocessSpawnSpec,
