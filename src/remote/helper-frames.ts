@@ -49,10 +49,16 @@ function withHeader(kind: number, body: Buffer): Buffer {
 export function createFrameReader(onFrame: (frame: HelperFrame) => void): (chunk: Buffer) => void {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
+  // Bytes the first pending frame needs in all (0: its header is not complete yet).
+  let needed = 0;
   return (chunk) => {
     pending.push(chunk);
     pendingBytes += chunk.length;
     if (pendingBytes < 5) return;
+    // A frame spread over many chunks is joined once, when it is complete, not per chunk.
+    if (needed === 0)
+      needed = 4 + (pending.length === 1 ? pending[0]! : Buffer.concat(pending, 4)).readUInt32BE(0);
+    if (pendingBytes < needed) return;
     let buf = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
     let at = 0;
     while (buf.length - at >= 5) {
@@ -75,5 +81,6 @@ export function createFrameReader(onFrame: (frame: HelperFrame) => void): (chunk
     buf = buf.subarray(at);
     pending = buf.length > 0 ? [buf] : [];
     pendingBytes = buf.length;
+    needed = 0;
   };
 }

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { createFrameReader, type HelperFrame, jsonFrame } from '../../src/remote/helper-frames.js';
+
+// A data frame as the helper writes it: `>IBIBQ` then the bytes (tether-helper.py, pump).
+function dataFrame(n: number, stream: number, offset: number, bytes: Buffer): Buffer {
+  const head = Buffer.alloc(18);
+  head.writeUInt32BE(bytes.length + 14, 0);
+  head.writeUInt8(0x44, 4);
+  head.writeUInt32BE(n, 5);
+  head.writeUInt8(stream, 9);
+  head.writeBigUInt64BE(BigInt(offset), 10);
+  return Buffer.concat([head, bytes]);
+}
+
+describe('helper frames (X2)', () => {
+  it('X2: frames cut at every byte boundary, headers included, arrive whole and in order', () => {
+    const payload = Buffer.from('héllo wörld '.repeat(40));
+    const wire = Buffer.concat([
+      dataFrame(3, 1, 0, payload),
+      jsonFrame({ ev: 'eof', n: 3, stream: 1 }),
+      dataFrame(3, 2, 7, Buffer.from('x')),
+    ]);
+    for (const step of [1, 2, 3, 5, 17, 4096]) {
+      const frames: HelperFrame[] = [];
+      const read = createFrameReader((f) => frames.push(f));
+      for (let at = 0; at < wire.length; at += step) read(wire.subarray(at, at + step));
+      expect(frames).toHaveLength(3);
+      expect(frames[0]).toMatchObject({ kind: 'data', n: 3, stream: 1, offset: 0 });
+      expect(Buffer.compare((frames[0] as { bytes: Buffer }).bytes, payload)).toBe(0);
+      expect(frames[1]).toEqual({ kind: 'json', message: { ev: 'eof', n: 3, stream: 1 } });
+      expect(frames[2]).toMatchObject({ kind: 'data', n: 3, stream: 2, offset: 7 });
+      expect((frames[2] as { bytes: Buffer }).bytes.toString()).toBe('x');
+    }
+  });
+});
