@@ -64,6 +64,7 @@ export interface Spawner {
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name]));
 const ERRNO_NAMES = new Map(Object.entries(osConstants.errno).map(([name, n]) => [n, name]));
 const MODE: Record<StdioDisposition, string> = { ignore: 'i', inherit: 'h', pipe: 'p' };
+const LINES_PER_TURN = 8;
 
 /**
  * Where the compiled spawner is (`build/tether-spawner`, made by the install script), or null
@@ -162,36 +163,53 @@ export function startSpawner(binary = spawnerBinary()): Spawner | null {
     }
   };
 
-  let pending = '';
+  // The spawner's reply lines, handled a few per turn of the loop: a burst of hundreds of starts
+  // answered in one read must not resolve them all (and run all their continuations) at once (P5).
+  const lines: string[] = [];
+  let partial = '';
+  let scheduled = false;
+  const handle = (line: string) => {
+    const [kind, ...f] = line.split(' ');
+    if (kind === 'S') started(f[0]!, Number(f[1]), Number(f[2]));
+    else if (kind === 'X') {
+      const pid = Number(f[0]);
+      const resolve = exits.get(pid);
+      if (resolve === undefined) return;
+      exits.delete(pid);
+      const code = Number(f[1]);
+      resolve(
+        code >= 0
+          ? { exitCode: code, signal: null }
+          : { exitCode: null, signal: (SIGNAL_NAMES.get(Number(f[2])) ?? null) as NodeJS.Signals | null },
+      );
+      refresh();
+    } else if (kind === 'F') {
+      const start = starts.get(f[0]!);
+      if (start === undefined) return;
+      starts.delete(f[0]!);
+      start.reject(new SpawnRefused(f[2] ?? 'spawn', ERRNO_NAMES.get(Number(f[1])) ?? `errno ${f[1]}`));
+      refresh();
+    }
+  };
+  let next = 0;
+  const drain = () => {
+    scheduled = false;
+    const stop = Math.min(lines.length, next + LINES_PER_TURN);
+    while (next < stop) handle(lines[next++]!);
+    if (next < lines.length) {
+      scheduled = true;
+      setImmediate(drain);
+    } else {
+      lines.length = 0;
+      next = 0;
+    }
+  };
   control.setEncoding('utf8');
   control.on('data', (chunk: string) => {
-    pending += chunk;
-    let eol = pending.indexOf('\n');
-    while (eol >= 0) {
-      const [kind, ...f] = pending.slice(0, eol).split(' ');
-      pending = pending.slice(eol + 1);
-      eol = pending.indexOf('\n');
-      if (kind === 'S') started(f[0]!, Number(f[1]), Number(f[2]));
-      else if (kind === 'X') {
-        const pid = Number(f[0]);
-        const resolve = exits.get(pid);
-        if (resolve === undefined) continue;
-        exits.delete(pid);
-        const code = Number(f[1]);
-        resolve(
-          code >= 0
-            ? { exitCode: code, signal: null }
-            : { exitCode: null, signal: (SIGNAL_NAMES.get(Number(f[2])) ?? null) as NodeJS.Signals | null },
-        );
-        refresh();
-      } else if (kind === 'F') {
-        const start = starts.get(f[0]!);
-        if (start === undefined) continue;
-        starts.delete(f[0]!);
-        start.reject(new SpawnRefused(f[2] ?? 'spawn', ERRNO_NAMES.get(Number(f[1])) ?? `errno ${f[1]}`));
-        refresh();
-      }
-    }
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop()!;
+    for (const line of parts) lines.push(line);
+    if (!scheduled) drain();
   });
 
   const send = (fields: readonly string[]) => {
