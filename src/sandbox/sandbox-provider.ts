@@ -51,10 +51,10 @@ export interface SandboxProviderOptions {
  * A3, K5: a provider decorating `inner` (or the provider a function returns at each spawn):
  * every process and terminal it starts runs inside one enclave — a standing set of
  * namespaces bubblewrap makes on the first spawn (PID and IPC always; mount, network and no
- * capabilities when sandboxed) — joined by the inner provider's spawner between clone and exec
- * where it has one (`spawnJoined`), else entered with `nsenter` (and, sandboxed, `setpriv`
- * dropping every capability), as terminals always are. The inner provider still spawns, sanitizes the env (S3), marks and kills
- * the tree (S4) and proves `stdin_read` from the host /proc (the host sees the real pids).
+ * capabilities when sandboxed) — joined by the inner provider's spawner between clone and
+ * exec where it has one (`spawnJoined`), else entered with `nsenter` (and, sandboxed, `setpriv`
+ * dropping every capability), as terminals always are. The inner provider still spawns,
+ * sanitizes the env (S3), marks and kills the tree (S4) and proves `stdin_read` from the host /proc (the host sees the real pids).
  * `dispose()` ends the enclave: every process in it dies with its pid 1. Nothing falls back
  * to running unconfined: a spawn whose enclave cannot start rejects SANDBOX_UNAVAILABLE.
  *

@@ -23,7 +23,7 @@ export interface CgroupContainmentOptions {
 /**
  * Cgroup containment (K1, K2): one cgroup per runtime (`dir`), one per tree below it
  * (`t<n>`). Every leader writes itself into its tree's cgroup before it execs the caller's
- * program — born in it when the spawner starts it (clone3 CLONE_INTO_CGROUP), else a
+ * program — written in by the spawner between clone and exec when it starts it, else a
  * `bash -c` through `BASH_ENV` and anything else through a `sh` wrapper — so not even its
  * first fork is outside. Kill is `cgroup.kill`, dead is `populated 0`.
  *

@@ -29,7 +29,7 @@ export interface TreeBoundary {
   readonly program: string | null;
   /**
    * The tree's cgroup directory when the boundary was opened with `entersAtClone` (cgroup
-   * mode): the spawner starts the leader in it (clone3 CLONE_INTO_CGROUP), so `argv` and `env`
+   * mode): the spawner puts the leader in it between clone and exec, so `argv` and `env`
    * carry no entry. Otherwise `null`.
    */
   readonly cgroup: string | null;

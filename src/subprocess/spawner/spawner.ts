@@ -135,6 +135,7 @@ export function startSpawner(binary = spawnerBinary()): Spawner | null {
     starts.delete(id);
     const { stdio } = start.request;
     const exited = new Promise<SubprocessExit>((resolve) => exits.set(pid, resolve));
+    const opened: net.Socket[] = [];
     const open = (fd: number, disposition: StdioDisposition) => {
       if (disposition !== 'pipe') return null;
       const flags = (fd === 0 ? fsConstants.O_WRONLY : fsConstants.O_RDONLY) | fsConstants.O_NONBLOCK;
@@ -143,6 +144,7 @@ export function startSpawner(binary = spawnerBinary()): Spawner | null {
         readable: fd !== 0,
         writable: fd === 0,
       });
+      opened.push(socket);
       return socket;
     };
     try {
@@ -156,7 +158,13 @@ export function startSpawner(binary = spawnerBinary()): Spawner | null {
       };
       start.resolve(child);
     } catch (err) {
-      start.reject(err as Error);
+      // Our end of a pipe could not be opened (EMFILE): the child, only just started in its
+      // own session, must not run without an owner.
+      for (const socket of opened) socket.destroy();
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {}
+      start.reject(new SpawnRefused('stdio', (err as NodeJS.ErrnoException).code ?? 'EIO'));
     } finally {
       send(['O', id]); // our ends are open (or never will be): the spawner lets go of its own
       refresh();
