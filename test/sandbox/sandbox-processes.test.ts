@@ -1,9 +1,9 @@
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRuntime, type OwnerLease, type Runtime } from '../../src/index.js';
-import { hostPidsRunning } from '../support/proc-oracle.js';
+import { hostPidsRunning, ownSpawners, ppidOf } from '../support/proc-oracle.js';
 
 let ws: string;
 let rt: Runtime;
@@ -25,12 +25,10 @@ afterEach(async () => {
   rmSync(ws, { recursive: true, force: true });
 });
 
-// The host's view of a process: its parent, its program and its namespaces.
+// The host's view of a process: its program, namespaces and what it may still do.
 const hostView = (pid: number) => {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return {
-    ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]),
     exe: readlinkSync(`/proc/${pid}/exe`),
     ns: ['mnt', 'pid', 'ipc', 'net'].map((ns) => readlinkSync(`/proc/${pid}/ns/${ns}`)),
     capBnd: /^CapBnd:\s*(\w+)$/m.exec(status)?.[1],
@@ -41,25 +39,13 @@ const hostView = (pid: number) => {
 describe('sandbox: processes (A3 with S4, T6, D3)', () => {
   it('A3 (cost): a sandboxed job’s leader is the program itself, started by the spawner inside the enclave — no nsenter, no setpriv', async () => {
     const job = await rt.shell.background(lease.token, { command: 'exec sleep 60' });
-    const spawner = readdirSync('/proc')
-      .filter((name) => /^\d+$/.test(name))
-      .map(Number)
-      .find((pid) => {
-        try {
-          return (
-            readlinkSync(`/proc/${pid}/exe`).endsWith('/build/tether-spawner') &&
-            hostView(pid).ppid === process.pid
-          );
-        } catch {
-          return false;
-        }
-      });
+    const [spawner] = ownSpawners();
     expect(spawner).toBeGreaterThan(0);
     // The job's processes as the host sees them: the leader `exec`s sleep, so one is sleep.
     const leader = await (async () => {
       for (let i = 0; i < 500; i++) {
         const pids = hostPidsRunning('sleep 60');
-        const found = pids.find((pid) => hostView(pid).ppid === spawner);
+        const found = pids.find((pid) => ppidOf(pid) === spawner);
         if (found !== undefined) return found;
         await new Promise((resolve) => setTimeout(resolve, 10));
       }

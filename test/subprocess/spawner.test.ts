@@ -1,33 +1,15 @@
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../src/index.js';
 import { probeCgroup } from '../../src/subprocess/containment/cgroup-fs.js';
 import { spawnerBinary } from '../../src/subprocess/spawner/spawner.js';
+import { ownSpawners } from '../support/proc-oracle.js';
 
 const stateDir = () => `${process.env.TMPDIR ?? '/tmp'}/tether-state-test-${process.pid}`;
 const runtimes: Runtime[] = [];
 afterEach(async () => {
   for (const rt of runtimes.splice(0)) await rt.dispose();
 });
-
-const ppidOf = (pid: number) => {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-};
-// The spawner processes this test process started (they are its direct children).
-const spawners = () =>
-  readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        return (
-          ppidOf(pid) === process.pid && readlinkSync(`/proc/${pid}/exe`).endsWith('/build/tether-spawner')
-        );
-      } catch {
-        return false;
-      }
-    });
 
 describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
   it.each(['cgroup', 'marker'] as const)(
@@ -36,7 +18,7 @@ describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
       if (containment === 'cgroup' && !probeCgroup().ok) return;
       const rt = await createRuntime({ stateDir: stateDir(), containment });
       runtimes.push(rt);
-      const [spawner] = spawners();
+      const [spawner] = ownSpawners();
       expect(spawner).toBeGreaterThan(0);
       // $PPID of `bash -c` is who started it; `ps -o sid=` of itself its session.
       const result = await rt.shell.run({
@@ -79,7 +61,7 @@ describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
 
   it('D3: dispose ends the spawner; a spawner that died is replaced by child_process and nothing is lost', async () => {
     const rt = await createRuntime({ stateDir: stateDir() });
-    const before = spawners();
+    const before = ownSpawners();
     expect(before).toHaveLength(1);
     const job = await rt.shell.background(rt.owners.host().token, { command: 'sleep 30' });
     process.kill(before[0]!, 'SIGKILL');
@@ -90,15 +72,15 @@ describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
     await rt.jobs.drainOwner(rt.owners.host().token);
     expect(job.id).toBeTruthy();
     await rt.dispose();
-    expect(spawners()).toEqual([]);
+    expect(ownSpawners()).toEqual([]);
     expect(rt.stats().processes).toBe(0);
   });
 
   it('D3: after dispose no spawner is left', async () => {
     const rt = await createRuntime({ stateDir: stateDir() });
     await rt.shell.run({ command: 'true' });
-    expect(spawners()).toHaveLength(1);
+    expect(ownSpawners()).toHaveLength(1);
     await rt.dispose();
-    expect(spawners()).toEqual([]);
+    expect(ownSpawners()).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { readProcStat } from '../../src/subprocess/proc.js';
 
 /** A process a test saw alive: its pid and its start time (a pid alone may be reused). */
@@ -79,6 +79,41 @@ export function aliveRunning(pids: readonly number[], argv: readonly string[]): 
       return false;
     }
   });
+}
+
+/** The parent pid of `pid` (field 4 of /proc/<pid>/stat), or null when it is gone. */
+export function ppidOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether `pid` is a spawner process (P1) this process started: a direct child running
+ * build/tether-spawner, what a live runtime keeps beside its worker threads.
+ *
+ * @example
+ * ```ts
+ * const leaked = pidsInMyCgroup.filter((pid) => !isOwnSpawner(pid));
+ * ```
+ */
+export function isOwnSpawner(pid: number): boolean {
+  try {
+    return ppidOf(pid) === process.pid && readlinkSync(`/proc/${pid}/exe`).endsWith('/build/tether-spawner');
+  } catch {
+    return false;
+  }
+}
+
+/** The spawner processes this process started (see {@link isOwnSpawner}). */
+export function ownSpawners(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter(isOwnSpawner);
 }
 
 /**

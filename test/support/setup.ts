@@ -1,8 +1,9 @@
-import { readFileSync, readlinkSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { afterEach, expect } from 'vitest';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import { enterLeakCgroup } from './leak-cgroup.js';
+import { isOwnSpawner } from './proc-oracle.js';
 
 // The cgroup oracle: every process this test process started, marker or not, is in it.
 const leakCgroup = enterLeakCgroup();
@@ -10,8 +11,11 @@ const leakCgroup = enterLeakCgroup();
 // After every test: nothing this test started is alive (zombies count as dead). First the
 // cgroup oracle (it sees what the env marker cannot: `env -i setsid`), then the marker check.
 afterEach(async () => {
+  // A runtime a test file keeps open across tests has its spawner process (P1), as it has its
+  // worker threads: not a leak. Its end is proven where runtimes are disposed (D3,
+  // test/subprocess/spawner.test.ts), and it dies with this process (PR_SET_PDEATHSIG).
   const look = () => ({
-    inCgroup: (leakCgroup?.leaked() ?? []).filter((pid) => !isLiveRuntimeSpawner(pid)),
+    inCgroup: (leakCgroup?.leaked() ?? []).filter((pid) => !isOwnSpawner(pid)),
     tagged: listTaggedProcesses(treeIdPrefix()),
   });
   let alive = look();
@@ -36,19 +40,5 @@ function describeProcess(pid: number): string {
     return `${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()}`;
   } catch {
     return String(pid);
-  }
-}
-
-// A runtime a test file keeps open across tests has its spawner process (P1), as it has its
-// worker threads: a direct child of this process running build/tether-spawner is not a leak.
-// Its end is proven where runtimes are disposed (D3: test/subprocess/spawner.test.ts), and it
-// dies with this process (PR_SET_PDEATHSIG).
-function isLiveRuntimeSpawner(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    return ppid === process.pid && readlinkSync(`/proc/${pid}/exe`).endsWith('/build/tether-spawner');
-  } catch {
-    return false;
   }
 }
