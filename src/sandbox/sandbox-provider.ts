@@ -1,7 +1,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { TetherError } from '../errors.js';
-import type { LocalProvider } from '../subprocess/local-provider.js';
+import { type LocalProvider, programNotFound } from '../subprocess/local-provider.js';
 import type {
   SubprocessHandle,
   SubprocessProvider,
@@ -190,11 +190,7 @@ function assertProgram(file: string, cwd: string, path: string): void {
   const found = file.includes('/')
     ? runnable(isAbsolute(file) ? file : resolve(cwd, file))
     : path.split(delimiter).some((dir) => dir !== '' && runnable(join(resolve(cwd, dir), file)));
-  if (found) return;
-  throw new TetherError(
-    'SPAWN_FAILED',
-    `'${file}' was not found (looked up in PATH from cwd '${cwd}'); pass an installed executable`,
-  );
+  if (!found) throw programNotFound(file, cwd);
 }
 
 // A cwd under the host /tmp is not inside the sandbox (its /tmp is private) unless it is a

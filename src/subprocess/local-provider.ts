@@ -156,17 +156,38 @@ function refusedError(err: SpawnRefused, file: string, cwd: string): TetherError
       { cause: err },
     );
   }
-  if (err.stage === 'chdir') {
-    return new TetherError(
-      'CWD_NOT_FOUND',
-      `cwd '${cwd}' is not an existing directory; pass a directory that exists`,
-    );
-  }
-  const hint =
-    err.stage === 'exec' && err.code === 'ENOENT'
-      ? `'${file}' was not found (looked up in PATH from cwd '${cwd}'); pass an installed executable`
-      : `'${file}' could not be started: ${err.stage} failed with ${err.code}`;
-  return new TetherError('SPAWN_FAILED', hint, { cause: err });
+  if (err.stage === 'chdir') return cwdNotFound(cwd);
+  if (err.stage === 'exec' && err.code === 'ENOENT') return programNotFound(file, cwd, err);
+  return new TetherError(
+    'SPAWN_FAILED',
+    `'${file}' could not be started: ${err.stage} failed with ${err.code}`,
+    {
+      cause: err,
+    },
+  );
+}
+
+/**
+ * SPAWN_FAILED for a program that is not there (S1), in the words every spawn path uses.
+ *
+ * @example
+ * ```ts
+ * if (findExecutable(file, cwd, env) === null) throw programNotFound(file, cwd);
+ * ```
+ */
+export function programNotFound(file: string, cwd: string, cause?: unknown): TetherError {
+  return new TetherError(
+    'SPAWN_FAILED',
+    `'${file}' was not found (looked up in PATH from cwd '${cwd}'); pass an installed executable`,
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+function cwdNotFound(cwd: string): TetherError {
+  return new TetherError(
+    'CWD_NOT_FOUND',
+    `cwd '${cwd}' is not an existing directory; pass a directory that exists`,
+  );
 }
 
 // A child_process child as the spawner's shape: its leader, pipes and exit.
@@ -190,10 +211,7 @@ function nodeChild(child: ChildProcess): SpawnedChild {
 
 function assertExecutable(program: string, cwd: string, path: string | undefined): void {
   if (findExecutable(program, cwd, path === undefined ? [] : [`PATH=${path}`]) === null) {
-    throw new TetherError(
-      'SPAWN_FAILED',
-      `'${program}' was not found (looked up in PATH from cwd '${cwd}'); pass an installed executable`,
-    );
+    throw programNotFound(program, cwd);
   }
 }
 
@@ -232,12 +250,7 @@ export function assertDirectory(cwd: string): void {
   try {
     isDirectory = statSync(cwd).isDirectory();
   } catch {}
-  if (!isDirectory) {
-    throw new TetherError(
-      'CWD_NOT_FOUND',
-      `cwd '${cwd}' is not an existing directory; pass a directory that exists`,
-    );
-  }
+  if (!isDirectory) throw cwdNotFound(cwd);
 }
 
 // Resolves on the 'spawn' event; a spawn 'error' (ENOENT, EACCES) becomes SPAWN_FAILED.
@@ -249,11 +262,11 @@ function started(child: ChildProcess, file: string, cwd: string): Promise<void> 
     };
     const onError = (err: NodeJS.ErrnoException) => {
       child.off('spawn', onSpawn);
-      const hint =
+      reject(
         err.code === 'ENOENT'
-          ? `'${file}' was not found (looked up in PATH from cwd '${cwd}'); pass an installed executable`
-          : `'${file}' could not be started: ${err.message}`;
-      reject(new TetherError('SPAWN_FAILED', hint, { cause: err }));
+          ? programNotFound(file, cwd, err)
+          : new TetherError('SPAWN_FAILED', `'${file}' could not be started: ${err.message}`, { cause: err }),
+      );
     };
     child.once('spawn', onSpawn);
     child.once('error', onError);
