@@ -1,5 +1,5 @@
 import { TetherError } from '../errors.js';
-import type { TreeKillVerdict } from '../subprocess/types.js';
+import type { ProcessIdentity, TreeKillVerdict } from '../subprocess/types.js';
 
 /**
  * What a remote handle needs from its provider: calls to the helper (which wait for a
@@ -59,6 +59,11 @@ export function createCursor(ack: (offset: number) => void) {
       }
     },
   };
+}
+
+/** The leader named in the helper's `spawn` reply (pid and /proc start time). */
+export function identityOf(reply: Record<string, unknown>): ProcessIdentity {
+  return { pid: reply.pid as number, startTime: (reply.start as number | null) ?? null };
 }
 
 /** The helper's verdict object as the seam's type. */

@@ -1,6 +1,6 @@
 import { Readable, Writable } from 'node:stream';
 import type { SubprocessExit, SubprocessHandle, SubprocessSpawnSpec } from '../subprocess/types.js';
-import { createCursor, type RemoteHost, type RemoteTree, remoteTreeKill } from './remote-host.js';
+import { createCursor, identityOf, type RemoteHost, type RemoteTree, remoteTreeKill } from './remote-host.js';
 
 /**
  * A process tree started by the remote helper (X1, X2), as a {@link SubprocessHandle}: its
@@ -102,7 +102,7 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
   });
 
   const started = (reply: Record<string, unknown>): SubprocessHandle => {
-    const identity = { pid: reply.pid as number, startTime: (reply.start as number | null) ?? null };
+    const identity = identityOf(reply);
     const handle: SubprocessHandle = {
       identity,
       treeId,

@@ -6,7 +6,7 @@ import type {
   TerminalHandleExit,
   TerminalSpawnSpec,
 } from '../subprocess/types.js';
-import { createCursor, type RemoteHost, type RemoteTree, remoteTreeKill } from './remote-host.js';
+import { createCursor, identityOf, type RemoteHost, type RemoteTree, remoteTreeKill } from './remote-host.js';
 
 const PTY_STREAM = 3;
 
@@ -90,7 +90,7 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
   });
 
   const started = (reply: Record<string, unknown>): TerminalHandle => ({
-    identity: { pid: reply.pid as number, startTime: (reply.start as number | null) ?? null },
+    identity: identityOf(reply),
     treeId,
     ttyPath: reply.tty as string,
     async write(data) {

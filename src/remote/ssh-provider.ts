@@ -176,16 +176,27 @@ export function createSshProvider(input: SshProviderOptions): SshProvider {
     },
   };
 
-  const start = async (
+  // One tree on the helper: routed before the request leaves (its first frames may follow the
+  // reply at once), dropped again when the spawn is refused.
+  const start = async <R extends { readonly tree: RemoteTree }>(
     spec: SubprocessSpawnSpec | TerminalSpawnSpec,
-    pty: { cols: number; rows: number } | null,
-  ) => {
+    make: (n: number, treeId: string) => R,
+    fields: Record<string, unknown>,
+  ): Promise<{ remote: R; reply: Record<string, unknown> }> => {
     if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
     const current = await ready();
     const n = ++nextN;
     const treeId = newTreeId();
     const env = sanitizeEnv(current.env, options.env, spec.env);
-    return { current, n, treeId, env, pty };
+    const remote = make(n, treeId);
+    trees.set(n, remote.tree);
+    const reply = await current.helper
+      .request({ op: 'spawn', n, tree: treeId, argv: spec.argv, cwd: spec.cwd, env, ...fields })
+      .catch((err: unknown) => {
+        trees.delete(n);
+        throw err;
+      });
+    return { remote, reply };
   };
 
   return {
@@ -198,45 +209,17 @@ export function createSshProvider(input: SshProviderOptions): SshProvider {
       return session?.helper.alive ? 1 : 0;
     },
     async spawn(spec) {
-      const { current, n, treeId, env } = await start(spec, null);
-      const remote = remoteProcess(host, n, treeId, spec);
-      trees.set(n, remote.tree);
       const { stdin, stdout, stderr } = spec.stdio;
-      const reply = await current.helper
-        .request({
-          op: 'spawn',
-          n,
-          tree: treeId,
-          argv: spec.argv,
-          cwd: spec.cwd,
-          env,
-          stdin: stdin === 'pipe',
-          stdio: [false, stdout !== 'ignore', stderr !== 'ignore'],
-        })
-        .catch((err: unknown) => {
-          trees.delete(n);
-          throw err;
-        });
+      const { remote, reply } = await start(spec, (n, treeId) => remoteProcess(host, n, treeId, spec), {
+        stdin: stdin === 'pipe',
+        stdio: [false, stdout !== 'ignore', stderr !== 'ignore'],
+      });
       return remote.started(reply);
     },
     async spawnTerminal(spec) {
-      const { current, n, treeId, env } = await start(spec, { cols: spec.cols, rows: spec.rows });
-      const remote = remoteTerminal(host, n, treeId, spec);
-      trees.set(n, remote.tree);
-      const reply = await current.helper
-        .request({
-          op: 'spawn',
-          n,
-          tree: treeId,
-          argv: spec.argv,
-          cwd: spec.cwd,
-          env,
-          pty: { cols: spec.cols, rows: spec.rows },
-        })
-        .catch((err: unknown) => {
-          trees.delete(n);
-          throw err;
-        });
+      const { remote, reply } = await start(spec, (n, treeId) => remoteTerminal(host, n, treeId, spec), {
+        pty: { cols: spec.cols, rows: spec.rows },
+      });
       const handle = remote.started(reply);
       if (spec.signal?.aborted) {
         await handle.kill();
