@@ -141,7 +141,11 @@ export function createJobService(options: JobServiceOptions): JobService {
     const output = new RetainedOutput(spec.outputCap ?? retention);
     let hooks: JobHooks | undefined;
     try {
-      hooks = await spec.run({ jobId: id, append: (text) => output.append(String(text)) });
+      hooks = await spec.run({
+        jobId: id,
+        append: (text) => output.append(String(text)),
+        appendAscii: (bytes) => output.appendAscii(bytes),
+      });
       assertJobHooks(hooks);
     } catch (error) {
       // Malformed hooks may still carry a working cancel: stop what was started, if we can.

@@ -10,6 +10,12 @@ export interface OutputPage {
   readonly done: boolean;
 }
 
+/** Retained text: a string, or ASCII bytes (one character per byte) made into text when read. */
+type Chunk = string | Buffer;
+
+const textOf = (chunk: Chunk, from: number, to: number): string =>
+  typeof chunk === 'string' ? chunk.slice(from, to) : chunk.toString('latin1', from, to);
+
 const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff;
 const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff;
 
@@ -35,7 +41,7 @@ const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdf
  */
 export class RetainedOutput {
   readonly cap: number;
-  #chunks: string[] = [];
+  #chunks: Chunk[] = [];
   /** Index of the first live chunk in `#chunks`, and the offset of `start` inside it. */
   #first = 0;
   #head = 0;
@@ -63,9 +69,21 @@ export class RetainedOutput {
 
   /** Adds text at the end, dropping the oldest prefix beyond `cap`. Ignored once closed. */
   append(text: string): void {
-    if (this.#closed || text.length === 0) return;
-    this.#chunks.push(text);
-    this.#end += text.length;
+    this.#add(text);
+  }
+
+  /**
+   * Adds bytes that are all ASCII (the caller checked, `buffer.isAscii`): they count as one
+   * character each and become a string only when read, so a flood keeps no strings alive.
+   */
+  appendAscii(bytes: Buffer): void {
+    this.#add(bytes);
+  }
+
+  #add(chunk: Chunk): void {
+    if (this.#closed || chunk.length === 0) return;
+    this.#chunks.push(chunk);
+    this.#end += chunk.length;
     if (this.#end - this.#start > this.cap) this.#release(this.#end - this.cap, true);
   }
 
@@ -89,7 +107,8 @@ export class RetainedOutput {
     let tail = '';
     for (let i = this.#chunks.length - 1; i >= this.#first && tail.length < chars; i--) {
       const chunk = this.#chunks[i]!;
-      tail = (i === this.#first ? chunk.slice(this.#head) : chunk) + tail;
+      const from = Math.max(i === this.#first ? this.#head : 0, chunk.length - (chars - tail.length));
+      tail = textOf(chunk, from, chunk.length) + tail;
     }
     return tail.length > chars ? tail.slice(-chars) : tail;
   }
@@ -123,7 +142,10 @@ export class RetainedOutput {
     let offset = this.#head;
     for (let i = this.#first; need > 0 && i < this.#chunks.length; i++) {
       const chunk = this.#chunks[i]!;
-      const part = offset === 0 && need >= chunk.length ? chunk : chunk.slice(offset, offset + need);
+      const part =
+        typeof chunk === 'string' && offset === 0 && need >= chunk.length
+          ? chunk
+          : textOf(chunk, offset, offset + need);
       parts.push(part);
       need -= part.length;
       offset = 0;
@@ -158,7 +180,8 @@ export class RetainedOutput {
   }
 
   #charAtStart(): number {
-    return this.#chunks[this.#first]?.charCodeAt(this.#head) ?? 0;
+    const chunk = this.#chunks[this.#first];
+    return typeof chunk === 'string' ? chunk.charCodeAt(this.#head) : 0; // ASCII: never a surrogate
   }
 
   // Drops consumed chunk slots so the array does not grow with the job's lifetime.

@@ -17,6 +17,8 @@ export type HelperFrame =
 const JSON_KIND = 0x4a;
 const DATA_KIND = 0x44;
 const INPUT_KIND = 0x49;
+// A data frame's head: `>IB` then `>IBQ`.
+const DATA_HEAD = 18;
 
 /** One JSON message as a frame. */
 export function jsonFrame(message: Record<string, unknown>): Buffer {
@@ -38,7 +40,9 @@ function withHeader(kind: number, body: Buffer): Buffer {
 }
 
 /**
- * Splits a byte stream into frames; chunks may cut frames anywhere.
+ * Splits a byte stream into frames; chunks may cut frames anywhere. A data frame's bytes pass
+ * through as they arrive, as several `data` frames with consecutive offsets when chunks cut it:
+ * its body is never joined (a remote flood would otherwise be copied once more here).
  *
  * @example
  * ```ts
@@ -47,40 +51,63 @@ function withHeader(kind: number, body: Buffer): Buffer {
  * ```
  */
 export function createFrameReader(onFrame: (frame: HelperFrame) => void): (chunk: Buffer) => void {
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
-  // Bytes the first pending frame needs in all (0: its header is not complete yet).
-  let needed = 0;
+  // The start of a frame whose head is not complete yet.
+  let parts: Buffer[] = [];
+  let have = 0;
+  // The data frame whose head was read: what is left of its body.
+  let body: { n: number; stream: number; offset: number; left: number } | null = null;
+  // Bytes of a frame needed before it can be handled: all of a JSON frame, a data frame's head.
+  const wantedBy = (head: Buffer) =>
+    head.length < 5 ? 5 : head.readUInt8(4) === DATA_KIND ? DATA_HEAD : 4 + head.readUInt32BE(0);
+  const handle = (head: Buffer) => {
+    const kind = head.readUInt8(4);
+    if (kind === JSON_KIND) onFrame({ kind: 'json', message: JSON.parse(head.toString('utf8', 5)) });
+    else if (kind === DATA_KIND) {
+      const left = head.readUInt32BE(0) + 4 - DATA_HEAD;
+      body = {
+        n: head.readUInt32BE(5),
+        stream: head.readUInt8(9),
+        offset: Number(head.readBigUInt64BE(10)),
+        left,
+      };
+      if (left <= 0) body = null;
+    }
+  };
   return (chunk) => {
-    pending.push(chunk);
-    pendingBytes += chunk.length;
-    if (pendingBytes < 5) return;
-    // A frame spread over many chunks is joined once, when it is complete, not per chunk.
-    if (needed === 0)
-      needed = 4 + (pending.length === 1 ? pending[0]! : Buffer.concat(pending, 4)).readUInt32BE(0);
-    if (pendingBytes < needed) return;
-    let buf = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
     let at = 0;
-    while (buf.length - at >= 5) {
-      const size = buf.readUInt32BE(at);
-      if (buf.length - at < 4 + size) break;
-      const kind = buf.readUInt8(at + 4);
-      const body = buf.subarray(at + 5, at + 4 + size);
-      at += 4 + size;
-      if (kind === JSON_KIND) onFrame({ kind: 'json', message: JSON.parse(body.toString('utf8')) });
-      else if (kind === DATA_KIND) {
-        onFrame({
-          kind: 'data',
-          n: body.readUInt32BE(0),
-          stream: body.readUInt8(4),
-          offset: Number(body.readBigUInt64BE(5)),
-          bytes: body.subarray(13),
-        });
+    while (at < chunk.length) {
+      if (body !== null) {
+        const size = Math.min(body.left, chunk.length - at);
+        const { n, stream, offset } = body;
+        body.offset += size;
+        body.left -= size;
+        if (body.left === 0) body = null;
+        onFrame({ kind: 'data', n, stream, offset, bytes: chunk.subarray(at, at + size) });
+        at += size;
+        continue;
+      }
+      for (let wanted = 5; ; ) {
+        if (have + chunk.length - at < wanted) {
+          parts.push(chunk.subarray(at));
+          have += chunk.length - at;
+          return;
+        }
+        // In the chunk itself when nothing is pending (no copy), else joined once.
+        const head =
+          have === 0
+            ? chunk.subarray(at, at + wanted)
+            : Buffer.concat([...parts, chunk.subarray(at, at + wanted - have)]);
+        const next = wantedBy(head);
+        if (next > wanted) {
+          wanted = next;
+          continue;
+        }
+        at += wanted - have;
+        parts = [];
+        have = 0;
+        handle(head);
+        break;
       }
     }
-    buf = buf.subarray(at);
-    pending = buf.length > 0 ? [buf] : [];
-    pendingBytes = buf.length;
-    needed = 0;
   };
 }

@@ -51,9 +51,12 @@ export function createCursor(ack: (offset: number) => void) {
       received = end;
       return fresh;
     },
-    /** Acknowledges everything received (in steps, so acks stay few). */
-    consumed(force = false) {
-      if (received - acked >= 256 * 1024 || (force && received > acked)) {
+    /**
+     * Acknowledges everything received, in steps of 256 KiB so acks stay few: the helper stops
+     * only at its 4 MiB window, so a step always comes before it waits.
+     */
+    consumed() {
+      if (received - acked >= 256 * 1024) {
         acked = received;
         ack(acked);
       }

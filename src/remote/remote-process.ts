@@ -29,7 +29,7 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
     if (disposition === 'ignore') continue;
     const cursor = createCursor((offset) => host.notify({ op: 'ack', n, stream: sid, offset }));
     // 'inherit': the remote output goes to this process's own stdout/stderr.
-    const readable = disposition === 'pipe' ? new Readable({ read: () => cursor.consumed(true) }) : null;
+    const readable = disposition === 'pipe' ? new Readable({ read: () => cursor.consumed() }) : null;
     outputs.set(sid, { readable, cursor });
   }
   const stdin =

@@ -56,7 +56,7 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
       if (!fresh) return;
       lastOutputAt = performance.now();
       deliver(decoder.write(fresh));
-      cursor.consumed(true);
+      cursor.consumed();
       settle();
     },
     event(message) {

@@ -2,11 +2,12 @@
 # Needs python3 >= 3.8 and Linux /proc on the remote host. One daemon per helper directory
 # keeps every tree it started (own session, TETHER_TREE marker), numbers their output so a
 # client that reconnects resumes from its cursor, kills trees to a verdict, and answers
-# stdin_read probes from /proc. `connect` relays one SSH exec channel to the daemon's socket
-# and starts the daemon when none runs.
-import ctypes, fcntl, json, os, platform, pty, selectors, signal, socket, struct, sys, termios, time, traceback
+# stdin_read probes from /proc. `connect` hands one SSH exec channel's stdin and stdout to the
+# daemon (SCM_RIGHTS over its socket, so no process relays the bytes) and starts the daemon when
+# none runs.
+import array, collections, ctypes, fcntl, json, os, platform, pty, selectors, signal, socket, struct, sys, termios, time, traceback
 
-VERSION = 1
+VERSION = 2
 WINDOW = 4 << 20  # bytes sent beyond the client's ack before the daemon waits
 CAP = 8 << 20  # bytes buffered per stream before the daemon stops reading the job
 SYSCALLS = {
@@ -207,14 +208,48 @@ def probe(job):
 
 
 class Stream:
-    """One output stream of a job: bytes from offset `acked` on are kept until acknowledged."""
+    """One output stream of a job: what it read from offset `base` on, kept until acknowledged.
+
+    Chunks stay the bytes objects os.read returned (no joined buffer: growing a bytearray whose
+    front was deleted copies all of it), and go out as memoryviews of them.
+    """
 
     def __init__(self, sid, fd):
-        self.sid, self.fd, self.buf, self.acked, self.sent, self.eof = sid, fd, bytearray(), 0, 0, fd is None
+        self.sid, self.fd, self.eof = sid, fd, fd is None
+        self.chunks, self.unsent = collections.deque(), collections.deque()
+        self.base = self.acked = self.sent = self.total = 0
         self.watched, self.told = False, False
 
-    def end(self):
-        return self.acked + len(self.buf)
+    def take(self, data):
+        self.chunks.append(data)
+        self.unsent.append(memoryview(data))
+        self.total += len(data)
+
+    def kept(self):
+        return self.total - self.base
+
+    def ack(self, offset):
+        self.acked = max(self.acked, min(offset, self.sent))
+        while self.chunks and self.base + len(self.chunks[0]) <= self.acked:
+            self.base += len(self.chunks.popleft())
+
+    def resume(self, cursor):
+        """A client re-attached having received `cursor` bytes: send again from there."""
+        self.sent = self.acked = max(self.base, min(cursor, self.total))
+        self.ack(self.acked)
+        self.unsent = collections.deque(memoryview(c) for c in self.chunks)
+        if self.unsent:
+            self.unsent[0] = self.unsent[0][self.acked - self.base:]
+        self.told = False
+
+
+class Client:
+    """One SSH channel: its stdin (rfd) and stdout (wfd) as the connect process handed them over,
+    and the socket to that process, which lives as long as the channel does."""
+
+    def __init__(self, conn):
+        self.conn, self.rfd, self.wfd = conn, None, None
+        self.inbuf, self.outq, self.queued, self.writing = bytearray(), collections.deque(), 0, False
 
 
 class Job:
@@ -228,7 +263,7 @@ class Daemon:
     def __init__(self, sock_path):
         self.sel = selectors.DefaultSelector()
         self.jobs = {}  # tree id -> Job
-        self.clients = {}  # socket -> [inbuf, outbuf]
+        self.clients = set()  # Client
         self.instance = '%d.%d' % (os.getpid(), time.time_ns())
         self.linger = 300.0
         self.said_bye = False
@@ -236,6 +271,7 @@ class Daemon:
         self.had_client = False
         self.tasks = []  # [wake time, generator, on_done]: kills in progress
         self.alone_since = time.monotonic()
+        self.reaped_at = 0.0
         try:
             ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
         except Exception:
@@ -273,7 +309,10 @@ class Daemon:
                     self.dispatch(key, mask)
                 except Exception:  # a bug in one event must not take every tree down with it
                     traceback.print_exc()
-            self.reap()  # also without SIGCHLD (a host that blocks it): waitpid is cheap
+            # SIGCHLD wakes the loop and reaps; this also covers a host that blocks it. Not on
+            # every round: a flood makes thousands, and wait4 costs ~0.1 ms on some kernels.
+            if time.monotonic() - self.reaped_at >= 0.1:
+                self.reap()
             self.step_tasks()
             self.pump()
 
@@ -282,11 +321,16 @@ class Daemon:
         if kind == 'listen':
             conn, _ = self.listener.accept()
             conn.setblocking(False)
-            self.clients[conn] = [bytearray(), bytearray(), False]  # in, out, watching for write
+            client = Client(conn)
+            self.clients.add(client)
             self.had_client = True
-            self.sel.register(conn, selectors.EVENT_READ, ('client', conn))
-        elif kind == 'client':
-            self.on_client(obj, mask)
+            self.sel.register(conn, selectors.EVENT_READ, ('conn', client))
+        elif kind == 'conn':
+            self.on_conn(obj)
+        elif kind == 'cin':
+            self.on_client(obj)
+        elif kind == 'cout':
+            self.flush_client(obj)
         elif kind == 'out':
             self.on_output(*obj)
         elif kind == 'stdin':
@@ -311,6 +355,7 @@ class Daemon:
                 task[2](stop.value)
 
     def reap(self):
+        self.reaped_at = time.monotonic()
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -340,12 +385,12 @@ class Daemon:
 
     def announce_exit(self, job):
         if job.exit is not None and job.client is not None:
-            ends = {str(s.sid): s.end() for s in job.streams.values()}
+            ends = {str(s.sid): s.total for s in job.streams.values()}
             self.send(job.client, jframe(dict(ev='exit', n=job.n, ends=ends, **job.exit)))
 
     def take(self, job, s, data):
         if data:
-            s.buf += data
+            s.take(data)
             return
         s.eof = True
         self.unwatch(s)
@@ -382,74 +427,112 @@ class Daemon:
     def pump(self):
         for job in self.jobs.values():
             for s in job.streams.values():
-                self.watch(job, s, len(s.buf) < CAP)
-                if job.client is None:
+                self.watch(job, s, s.kept() < CAP)
+                c = job.client
+                if c is None or c.wfd is None:
                     continue
-                out = self.clients[job.client][1]
                 queued = False
-                while s.sent < s.end() and s.sent - s.acked < WINDOW and len(out) < (1 << 20):
-                    start = s.sent - s.acked
-                    size = min(131072, s.end() - s.sent)
-                    # Straight from the stream's buffer into the client's: no intermediate copies.
-                    out += struct.pack('>IBIBQ', size + 14, 0x44, job.n, s.sid, s.sent)
-                    with memoryview(s.buf) as view:
-                        out += view[start:start + size]
-                    s.sent += size
+                while s.unsent and s.sent - s.acked < WINDOW and c.queued < (1 << 20):
+                    piece = s.unsent.popleft()
+                    c.outq.append(struct.pack('>IBIBQ', len(piece) + 14, 0x44, job.n, s.sid, s.sent))
+                    c.outq.append(piece)  # a view of the kept chunk: the bytes are not copied here
+                    c.queued += 18 + len(piece)
+                    s.sent += len(piece)
                     queued = True
                 if queued:
-                    self.flush_client(job.client)
-                if s.eof and s.sent == s.end() and not s.told:
+                    self.flush_client(c)
+                if s.eof and not s.unsent and not s.told:
                     s.told = True
-                    self.send(job.client, jframe({'ev': 'eof', 'n': job.n, 'stream': s.sid}))
+                    self.send(c, jframe({'ev': 'eof', 'n': job.n, 'stream': s.sid}))
 
-    def send(self, conn, data):
-        entry = self.clients.get(conn)
-        if entry is None:
+    def send(self, c, data):
+        if c not in self.clients:
             return
-        entry[1] += data
-        self.flush_client(conn)
+        c.outq.append(data)
+        c.queued += len(data)
+        self.flush_client(c)
 
-    def flush_client(self, conn):
-        entry = self.clients[conn]
-        out = entry[1]
+    def flush_client(self, c):
+        if c not in self.clients or c.wfd is None:
+            return
         try:
-            while out:
-                with memoryview(out) as view:  # a slice of a view: no copy of what is queued
-                    sent = conn.send(view[:1 << 20])
-                del out[:sent]
+            while c.outq:
+                n = os.writev(c.wfd, [c.outq[i] for i in range(min(len(c.outq), 64))])
+                c.queued -= n
+                while n:
+                    head = c.outq[0]
+                    if len(head) > n:
+                        c.outq[0] = memoryview(head)[n:]
+                        break
+                    n -= len(head)
+                    c.outq.popleft()
         except BlockingIOError:
             pass
         except OSError:
-            return self.drop(conn)
-        waiting = bool(out)
-        if waiting != entry[2]:  # one epoll_ctl when the write interest changes, not per send
-            entry[2] = waiting
-            self.sel.modify(conn, selectors.EVENT_READ | (selectors.EVENT_WRITE if waiting else 0), ('client', conn))
+            return self.drop(c)
+        waiting = bool(c.outq)
+        if waiting != c.writing:  # one epoll_ctl when the write interest changes, not per write
+            c.writing = waiting
+            if waiting:
+                self.sel.register(c.wfd, selectors.EVENT_WRITE, ('cout', c))
+            else:
+                self.sel.unregister(c.wfd)
 
-    def drop(self, conn):
-        self.sel.unregister(conn)
-        conn.close()
-        del self.clients[conn]
+    def drop(self, c):
+        if c not in self.clients:
+            return
+        self.clients.discard(c)
+        self.sel.unregister(c.conn)
+        if c.rfd is not None:
+            self.sel.unregister(c.rfd)
+            os.close(c.rfd)
+        if c.wfd is not None:
+            if c.writing:
+                self.sel.unregister(c.wfd)
+            os.close(c.wfd)
+        c.rfd = c.wfd = None  # events of this round that are still to come find it gone
+        c.conn.close()  # the connect process ends, and sshd closes the channel
         for job in self.jobs.values():
-            if job.client is conn:
+            if job.client is c:
                 job.client = None
         if not self.clients:
             self.alone_since = time.monotonic()
 
-    def on_client(self, conn, mask):
-        if mask & selectors.EVENT_WRITE:
-            self.flush_client(conn)
-        if not mask & selectors.EVENT_READ or conn not in self.clients:
+    def on_conn(self, c):
+        """The connect process sends the channel's two fds once, then only ends (EOF)."""
+        if c not in self.clients:
             return
         try:
-            data = conn.recv(262144)
+            _, anc, _, _ = c.conn.recvmsg(16, socket.CMSG_LEN(2 * array.array('i').itemsize))
+        except BlockingIOError:
+            return
+        except OSError:
+            anc = []
+        fds = array.array('i')
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+        if c.rfd is not None or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            return self.drop(c)
+        c.rfd, c.wfd = fds
+        os.set_blocking(c.rfd, False)
+        os.set_blocking(c.wfd, False)
+        self.sel.register(c.rfd, selectors.EVENT_READ, ('cin', c))
+
+    def on_client(self, c):
+        if c.rfd is None:
+            return
+        try:
+            data = os.read(c.rfd, 262144)
         except BlockingIOError:
             return
         except OSError:
             data = b''
         if not data:
-            return self.drop(conn)
-        inbuf = self.clients[conn][0]
+            return self.drop(c)
+        inbuf = c.inbuf
         inbuf += data
         while len(inbuf) >= 5:
             size, kind = struct.unpack_from('>IB', inbuf)
@@ -459,19 +542,21 @@ class Daemon:
             del inbuf[:4 + size]
             if kind == 0x49:  # input bytes for a job
                 (n,) = struct.unpack_from('>I', body)
-                job = self.by_n(conn, n)
+                job = self.by_n(c, n)
                 if job is not None and job.exit is None:
                     job.inbuf += body[4:]
                     self.flush_input(job)
             else:
                 msg = json.loads(body)
                 try:
-                    reply = self.handle(conn, msg)
+                    reply = self.handle(c, msg)
                 except Exception as e:  # a bug in the helper must not kill every tree
                     reply = {'ok': False, 'code': 'SPAWN_FAILED', 'message': 'helper error: %r' % e}
-                if reply is not None and 'id' in msg and conn in self.clients:
+                if reply is not None and 'id' in msg:
                     reply['id'] = msg['id']
-                    self.send(conn, jframe(reply))
+                    self.send(c, jframe(reply))
+            if c not in self.clients:
+                return
 
     def by_n(self, conn, n):
         for job in self.jobs.values():
@@ -517,21 +602,13 @@ class Daemon:
                 return {'ok': False, 'code': 'PROVIDER_LOST', 'message': 'the helper does not know tree ' + msg['tree']}
             job.client, job.n = conn, msg['n']
             for sid, cursor in msg['cursors'].items():
-                s = job.streams[int(sid)]
-                cut = max(0, min(cursor, s.end()) - s.acked)
-                del s.buf[:cut]
-                s.acked += cut
-                s.sent = s.acked
-                s.told = False
+                job.streams[int(sid)].resume(cursor)
             self.announce_exit(job)
             return {'ok': True}
         if op == 'ack':
             job = self.by_n(conn, msg['n'])
             if job is not None:
-                s = job.streams[msg['stream']]
-                cut = max(0, min(msg['offset'], s.sent) - s.acked)
-                del s.buf[:cut]
-                s.acked += cut
+                job.streams[msg['stream']].ack(msg['offset'])
             return None
         job = self.jobs.get(msg.get('tree'))
         if op == 'kill':
@@ -670,27 +747,6 @@ class Daemon:
         return {'ok': True, 'pid': pid, 'start': start, 'tty': tty}
 
 
-def relay(sock):
-    """Copies the SSH channel (stdin/stdout) to the daemon socket and back until either ends."""
-    sel = selectors.DefaultSelector()
-    sel.register(0, selectors.EVENT_READ, 'in')
-    sel.register(sock, selectors.EVENT_READ, 'sock')
-    while True:
-        for key, _ in sel.select():
-            if key.data == 'in':
-                data = os.read(0, 262144)
-                if not data:
-                    return
-                sock.sendall(data)
-            else:
-                data = sock.recv(262144)
-                if not data:
-                    return
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(1, view):]
-
-
 def connect(directory):
     os.makedirs(directory, mode=0o700, exist_ok=True)
     path = os.path.join(directory, 'helper-%d.sock' % VERSION)
@@ -709,7 +765,15 @@ def connect(directory):
         sys.exit(3)
     sys.stdout.buffer.write(b'TETHER-HELPER %d\n' % VERSION)
     sys.stdout.flush()
-    relay(sock)
+    # The daemon reads and writes the channel itself; this process only lives as long as it does
+    # (sshd keeps the channel open while its command runs).
+    sock.sendmsg([b'F'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [0, 1]).tobytes())])
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    while sock.recv(4096):
+        pass
 
 
 def start_daemon(directory, path):

@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -142,15 +143,26 @@ function track(child: SubprocessHandle, ctx: JobRunContext, deps: ShellDeps, tim
 // large-object allocation (fresh pages each time), measured here at 130–170 MB/s against
 // 5–8 GB/s for 32–96 KiB (a remote job's frames are 128 KiB; X1 throughput).
 const DECODE_SLICE = 65_536;
+// An all-ASCII chunk at least this big is kept as bytes (`appendAscii`): no string is made
+// until it is read. Smaller ones are decoded, so a buffer that backs a tiny view (a pipe read
+// of a few bytes) is not kept alive for it.
+const ASCII_BYTES_MIN = 16_384;
 
 function decodeInto(stream: Readable, ctx: JobRunContext): Promise<void> {
   const decoder = new StringDecoder('utf8');
+  // The decoder may hold the start of a character only if the last bytes it took ended in a
+  // non-ASCII byte; until the next ASCII byte it must see everything.
+  let held = false;
   return new Promise((resolve) => {
     stream.on('data', (chunk: Buffer) => {
       for (let at = 0; at < chunk.length; at += DECODE_SLICE) {
-        const text = decoder.write(
-          chunk.length <= DECODE_SLICE ? chunk : chunk.subarray(at, at + DECODE_SLICE),
-        );
+        const slice = chunk.length <= DECODE_SLICE ? chunk : chunk.subarray(at, at + DECODE_SLICE);
+        if (!held && ctx.appendAscii && slice.length >= ASCII_BYTES_MIN && isAscii(slice)) {
+          ctx.appendAscii(slice);
+          continue;
+        }
+        const text = decoder.write(slice);
+        held = slice[slice.length - 1]! >= 0x80;
         if (text.length > 0) ctx.append(text);
       }
     });

@@ -124,4 +124,42 @@ describe('RetainedOutput', () => {
       { numRuns: 300 },
     );
   });
+
+  it('J5: ASCII bytes and strings mixed read back exactly, with the same caps, gaps and tails', () => {
+    const piece = fc.oneof(
+      fc
+        .string({ unit: fc.constantFrom('a', 'é', '😀', '\n'), maxLength: 30 })
+        .map((text) => ({ text, bytes: false })),
+      fc
+        .string({ unit: fc.constantFrom('b', 'c', '\n'), maxLength: 30 })
+        .map((text) => ({ text, bytes: true })),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(piece, { maxLength: 40 }),
+        fc.integer({ min: 1, max: 200 }),
+        fc.integer({ min: 1, max: 50 }),
+        (pieces, cap, pageSize) => {
+          const mixed = new RetainedOutput(cap);
+          const strings = new RetainedOutput(cap);
+          for (const { text, bytes } of pieces) {
+            if (bytes) mixed.appendAscii(Buffer.from(text, 'latin1'));
+            else mixed.append(text);
+            strings.append(text);
+            expect(mixed.retained).toBe(strings.retained);
+            expect(mixed.peekTail(7)).toBe(strings.peekTail(7));
+          }
+          mixed.close();
+          strings.close();
+          for (let cursor = 0; ; ) {
+            const page = mixed.read(cursor, pageSize);
+            expect(page).toEqual(strings.read(cursor, pageSize));
+            cursor = page.cursor;
+            if (page.done) break;
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
 });

@@ -53,6 +53,18 @@ describe('rt.shell.background', () => {
     expect(await readAll(info.id)).toBe('café 😀 \uFFFD end');
   });
 
+  it('J5: ASCII floods kept as bytes read back exactly, also right after a split or lone character', async () => {
+    // 40 000 ASCII bytes per write (kept as bytes until read), between them 'é' split across
+    // writes and a lone lead byte (C3) whose U+FFFD must stay where it was, not after the flood.
+    const info = await rt.shell.background(lease.token, {
+      command:
+        "a=$(head -c 40000 /dev/zero | tr '\\0' a); printf '%s\\303' \"$a\"; sleep 0.05; printf '\\251%s' \"$a\"; " +
+        "sleep 0.05; printf '\\303'; sleep 0.05; printf '%s' \"$a\"; sleep 0.05; printf '%s!' \"$a\"",
+    });
+    const a = 'a'.repeat(40_000);
+    expect(await readAll(info.id)).toBe(`${a}é${a}\uFFFD${a}${a}!`);
+  });
+
   it('C3: an aborted signal starts nothing', async () => {
     const err = await rt.shell
       .background(lease.token, { command: 'touch /tmp/tether-c3-never', signal: AbortSignal.abort() })
