@@ -5,7 +5,7 @@
 # stdin_read probes from /proc. `connect` hands one SSH exec channel's stdin and stdout to the
 # daemon (SCM_RIGHTS over its socket, so no process relays the bytes) and starts the daemon when
 # none runs.
-import array, collections, ctypes, fcntl, json, os, platform, pty, selectors, signal, socket, struct, sys, termios, time, traceback
+import array, collections, ctypes, fcntl, json, os, platform, pty, re, selectors, signal, socket, struct, sys, termios, time, traceback
 
 VERSION = 2
 WINDOW = 4 << 20  # bytes sent beyond the client's ack before the daemon waits
@@ -81,13 +81,96 @@ def tree_members(tree, marker, leader):
     return found
 
 
-def kill_tree(tree, leader, grace_ms, reap, hangup=False):
-    """A generator: yields the seconds to wait before its next step, returns the verdict (S4)."""
+def unoctal(field):
+    # mountinfo escapes space, tab, newline and backslash as octal.
+    return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), field)
+
+
+def cgroup_base(name):
+    """Makes cgroup v2 directory `name` below the helper's own cgroup (K1 on the remote host):
+    returns (path, None), or (None, why not) when the host has no writable v2 hierarchy."""
+    try:
+        with open('/proc/self/mountinfo') as f:
+            mount = next((m for m in (l.split() for l in f) if '-' in m and m[m.index('-') + 1:m.index('-') + 2] == ['cgroup2']), None)
+        with open('/proc/self/cgroup') as f:
+            own = next((l.strip()[3:] for l in f if l.startswith('0::')), None)
+    except OSError:
+        return None, 'no /proc/self/mountinfo'
+    if mount is None:
+        return None, 'no cgroup v2 hierarchy is mounted'
+    if own is None:
+        return None, 'the helper is in no cgroup v2 group'
+    root, point = unoctal(mount[3]), unoctal(mount[4])
+    if root != '/' and own.startswith(root):
+        own = own[len(root):]
+    base = point.rstrip('/') + own.rstrip('/') + '/' + name
+    try:
+        os.mkdir(base)
+    except OSError as e:
+        return None, 'cannot make a cgroup in %s (%s): run the helper as root or in a delegated cgroup' % (os.path.dirname(base), e.strerror)
+    if not os.path.exists(os.path.join(base, 'cgroup.kill')):
+        os.rmdir(base)
+        return None, 'cgroup v2 has no cgroup.kill here (Linux 5.14 or later is needed)'
+    return base, None
+
+
+def cgroup_dirs(cg):
+    """`cg` and every cgroup below it, deepest first."""
+    found = []
+    for top, dirs, _ in os.walk(cg, topdown=False):
+        found.append(top)
+    return found
+
+
+def cgroup_pids(cg):
+    pids = []
+    for d in cgroup_dirs(cg):
+        try:
+            with open(os.path.join(d, 'cgroup.procs')) as f:
+                pids += [int(l) for l in f if l.strip()]
+        except OSError:
+            pass
+    return pids
+
+
+def populated(cg):
+    try:
+        with open(os.path.join(cg, 'cgroup.events')) as f:
+            return 'populated 1' in f.read().split('\n')
+    except OSError:
+        return False  # removed: empty
+
+
+def remove_cgroup(cg):
+    """Removes `cg` and what is below it; False while a process is left in it."""
+    for d in cgroup_dirs(cg):
+        try:
+            os.rmdir(d)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+    return True
+
+
+def kill_tree(tree, leader, grace_ms, reap, hangup=False, cg=None):
+    """A generator: yields the seconds to wait before its next step, returns the verdict (S4).
+
+    With a cgroup (`cg`), its members are the tree: a fork lands in it whatever it does to its
+    session or env, `cgroup.kill` takes forks in flight too, and the kernel's `populated 0` is
+    the proof. The marker and session scan still runs beside it, for what started outside."""
     marker = ('TETHER_TREE=' + tree).encode()
     killed = set()
+    cg = cg if cg is not None and os.path.isdir(cg) else None
+
+    def members():
+        found = tree_members(tree, marker, leader)
+        if cg is not None:
+            found += [p for p in cgroup_pids(cg) if p not in found and alive(p)]
+        return found
 
     def send(sig):
-        for pid in tree_members(tree, marker, leader):
+        for pid in members():
             try:
                 os.kill(pid, sig)
                 killed.add(pid)
@@ -97,25 +180,39 @@ def kill_tree(tree, leader, grace_ms, reap, hangup=False):
                     os.kill(pid, signal.SIGCONT)
             except OSError:
                 pass
+        if sig == signal.SIGKILL and cg is not None:
+            try:
+                with open(os.path.join(cg, 'cgroup.kill'), 'w') as f:
+                    f.write('1')
+            except OSError:
+                pass
 
     def wait_gone(ms):
         end = time.monotonic() + ms / 1000
         while True:
             reap()
-            left = tree_members(tree, marker, leader)
-            if not left or time.monotonic() >= end:
+            left = members()
+            if not left and (cg is None or not populated(cg)) or time.monotonic() >= end:
                 return left
             yield 0.005
 
+    proof = 'cgroup' if cg is not None else 'proc'
     send(signal.SIGTERM)
     if (yield from wait_gone(grace_ms)):
         send(signal.SIGKILL)
         left = yield from wait_gone(2000)
         if left:
             stuck = [p for p in left if (stat_of(p) or {}).get('state') == 'D']
-            return {'status': 'escaped', 'proof': 'proc', 'killed': len(killed),
+            return {'status': 'escaped', 'proof': proof, 'killed': len(killed),
                     'escaped': [p for p in left if p not in stuck], 'stuck': stuck}
-    return {'status': 'quiescent', 'proof': 'proc', 'killed': len(killed)}
+    if cg is not None:
+        remove_cgroup(cg)
+    return {'status': 'quiescent', 'proof': proof, 'killed': len(killed)}
+
+
+def tree_dir(tree):
+    """A tree id as a cgroup directory name."""
+    return 't-' + re.sub(r'[^A-Za-z0-9._-]', '_', tree)
 
 
 def read_mem(pid, addr, size):
@@ -253,9 +350,9 @@ class Client:
 
 
 class Job:
-    def __init__(self, n, tree, pid, start, streams, stdin, master, tty):
+    def __init__(self, n, tree, pid, start, streams, stdin, master, tty, cg):
         self.n, self.tree, self.pid, self.start = n, tree, pid, start
-        self.streams, self.stdin, self.master, self.tty = streams, stdin, master, tty
+        self.streams, self.stdin, self.master, self.tty, self.cg = streams, stdin, master, tty, cg
         self.exit, self.client, self.inbuf, self.in_eof = None, None, bytearray(), False
 
 
@@ -263,6 +360,13 @@ class Daemon:
     def __init__(self, sock_path):
         self.sel = selectors.DefaultSelector()
         self.jobs = {}  # tree id -> Job
+        # One cgroup for this daemon, one per tree below it. Each daemon's is listed in
+        # helper.cgroups, so the next one finds the trees of a daemon that died (X3).
+        self.cgroups_file = os.path.join(os.path.dirname(sock_path), 'helper.cgroups')
+        self.cg, self.cg_why = cgroup_base('tether-helper-%d' % os.getpid())
+        if self.cg is not None:
+            with open(self.cgroups_file, 'a') as f:
+                f.write(self.cg + '\n')
         self.clients = set()  # Client
         self.instance = '%d.%d' % (os.getpid(), time.time_ns())
         self.linger = 300.0
@@ -301,7 +405,7 @@ class Daemon:
             if not self.clients and time.monotonic() - self.alone_since > self.linger and not self.lingered:
                 self.lingered = True  # nobody came back: the trees die, then the daemon ends
                 for job in list(self.jobs.values()):
-                    self.start_task(kill_tree(job.tree, (job.pid, job.start), 500, self.reap), lambda v, j=job: self.jobs.pop(j.tree, None))
+                    self.start_task(self.kill(job), lambda v, j=job: self.release(j))
             now = time.monotonic()
             wait = min([t[0] for t in self.tasks] + [now + (1.0 if busy else 5.0)]) - now
             for key, mask in self.sel.select(max(0, wait)):
@@ -341,6 +445,65 @@ class Daemon:
             except OSError:
                 pass
             self.reap()
+
+    def kill(self, job, grace_ms=500):
+        return kill_tree(job.tree, (job.pid, job.start), grace_ms, self.reap, job.master is not None, job.cg)
+
+    def release(self, job):
+        """Forgets a job: its fds, its buffered output, its cgroup once empty."""
+        if self.jobs.get(job.tree) is not job:
+            return
+        for s in job.streams.values():
+            self.unwatch(s)
+        for fd in (job.master, job.stdin):
+            if fd is not None:
+                os.close(fd)
+        job.master = job.stdin = None
+        if job.cg is not None and not populated(job.cg):
+            remove_cgroup(job.cg)  # else a later kill sweeps what is left, then removes it
+        del self.jobs[job.tree]
+
+    def orphan_cgroup(self, tree):
+        """The cgroup of a tree this daemon does not know: one a daemon that died started."""
+        try:
+            with open(self.cgroups_file) as f:
+                bases = [l.strip() for l in f if l.strip()]
+        except OSError:
+            return None
+        for base in bases:
+            cg = os.path.join(base, tree_dir(tree))
+            if os.path.isdir(cg):
+                return cg
+        return None
+
+    def close(self):
+        """Removes this daemon's cgroup, and those of dead daemons once they are empty."""
+        try:
+            with open(self.cgroups_file) as f:
+                bases = [l.strip() for l in f if l.strip()]
+        except OSError:
+            bases = []
+        keep = []
+        for base in bases:
+            daemon = re.search(r'tether-helper-(\d+)$', base)
+            if base == self.cg:
+                for cg in cgroup_dirs(base)[:-1]:
+                    if populated(cg):  # every tree was killed or released; whatever is left goes
+                        try:
+                            with open(os.path.join(cg, 'cgroup.kill'), 'w') as f:
+                                f.write('1')
+                        except OSError:
+                            pass
+                end = time.monotonic() + 2
+                while populated(base) and time.monotonic() < end:
+                    time.sleep(0.01)
+            elif daemon and alive(int(daemon.group(1))) and os.path.isdir(base):
+                keep.append(base)  # another daemon's, still running
+                continue
+            if not remove_cgroup(base):
+                keep.append(base)
+        with open(self.cgroups_file, 'w') as f:
+            f.write(''.join(b + '\n' for b in keep))
 
     def start_task(self, gen, done):
         self.tasks.append([time.monotonic(), gen, done])
@@ -593,7 +756,7 @@ class Daemon:
             self.said_bye = self.lingered = False
             self.linger = msg.get('lingerMs', 300000) / 1000
             return {'ok': True, 'version': VERSION, 'instance': self.instance, 'proofs': SYSCALLS is not None,
-                    'env': login_env()}
+                    'env': login_env(), 'containment': 'cgroup' if self.cg else 'marker', 'containmentWhy': self.cg_why}
         if op == 'spawn':
             return self.spawn(conn, msg)
         if op == 'attach':
@@ -612,22 +775,24 @@ class Daemon:
             return None
         job = self.jobs.get(msg.get('tree'))
         if op == 'kill':
-            leader = (job.pid, job.start) if job is not None else None
-            gen = kill_tree(msg['tree'], leader, msg['graceMs'], self.reap, job is not None and job.master is not None)
+            if job is not None:
+                gen = self.kill(job, msg['graceMs'])
+            else:  # a tree of a daemon that died: its marker, and its cgroup if it had one
+                gen = kill_tree(msg['tree'], None, msg['graceMs'], self.reap, False, self.orphan_cgroup(msg['tree']))
             self.start_task(gen, lambda verdict: self.send(conn, jframe({'ok': True, 'verdict': verdict, 'id': msg['id']})))
             return None
         if op == 'release':
             if job is not None and job.exit is not None:
-                for s in job.streams.values():
-                    self.unwatch(s)
-                if job.master is not None:
-                    os.close(job.master)
-                if job.stdin is not None:
-                    os.close(job.stdin)
-                del self.jobs[job.tree]
+                self.release(job)
             return {'ok': True}
         if op == 'bye':
+            # The provider is gone for good: nobody will read or re-attach this client's jobs.
             self.said_bye = True
+            for job in [j for j in self.jobs.values() if j.client is conn]:
+                if job.exit is not None:
+                    self.release(job)
+                else:
+                    self.start_task(self.kill(job), lambda v, j=job: self.release(j))
             return {'ok': True}
         if job is None:
             return {'ok': False, 'code': 'TERMINAL_CLOSED', 'message': 'no such tree on the helper'}
@@ -699,11 +864,18 @@ class Daemon:
                     streams[sid] = Stream(sid, r)
                 else:
                     streams[sid] = Stream(sid, None)
+        cg = None
+        if self.cg is not None:
+            cg = os.path.join(self.cg, tree_dir(tree))
+            os.mkdir(cg)
         errr, errw = os.pipe()
         pid = os.fork()
         if pid == 0:
             try:
                 os.close(errr)
+                if cg is not None:  # in before exec: nothing of the program runs outside
+                    with open(os.path.join(cg, 'cgroup.procs'), 'w') as f:
+                        f.write('0')
                 os.setsid()
                 for i, fd in enumerate(fds):
                     os.dup2(fd, i)
@@ -730,6 +902,8 @@ class Daemon:
                 pass
         if failure:
             os.waitpid(pid, 0)
+            if cg is not None:
+                remove_cgroup(cg)
             return {'ok': False, 'code': 'SPAWN_FAILED', 'message': "'%s' could not be started on the remote host: %s" % (prog, failure.decode(errors='replace'))}
         start = None
         while start is None:
@@ -737,7 +911,7 @@ class Daemon:
             start = st['start'] if st else -1
         if stdin is not None:
             os.set_blocking(stdin, False)
-        job = Job(msg['n'], tree, pid, start, streams, stdin, master, tty)
+        job = Job(msg['n'], tree, pid, start, streams, stdin, master, tty, cg)
         job.client = conn
         for s in streams.values():
             if s.fd is not None:
@@ -801,7 +975,9 @@ def start_daemon(directory, path):
             with open(os.path.join(directory, 'helper.pid'), 'w') as f:
                 f.write(str(os.getpid()))
             try:
-                Daemon(path).run()
+                daemon = Daemon(path)
+                daemon.run()
+                daemon.close()
             finally:
                 try:
                     os.unlink(path)

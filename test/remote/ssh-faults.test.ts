@@ -4,7 +4,8 @@ import { setTimeout as pause } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TetherError } from '../../src/errors.js';
 import type { SshProvider } from '../../src/remote/ssh-provider.js';
-import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { probeCgroup } from '../../src/subprocess/containment/cgroup-fs.js';
+import { listTaggedProcesses, readProcStat } from '../../src/subprocess/proc.js';
 import type { SubprocessHandle, TerminalHandle } from '../../src/subprocess/types.js';
 import { type Sshd, startSshd } from './sshd-fixture.js';
 
@@ -185,6 +186,67 @@ describe('ssh provider faults (X3)', () => {
       'the orphaned tree killed',
       () => listTaggedProcesses(job.treeId),
       (pids) => pids.length === 0,
+    );
+  });
+
+  // A process that left its session and dropped its env: no marker, no session, only the cgroup.
+  const HIDDEN = 'env -i setsid sleep 1000 & echo $!; echo ready; exec sleep 1000';
+  const gone = (pid: number) => {
+    const stat = readProcStat(pid);
+    return stat === null || stat.state === 'Z';
+  };
+  const cgroupDirOf = (pid: number) => {
+    const line = readFileSync(`/proc/${pid}/cgroup`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('0::'))!;
+    const probe = probeCgroup();
+    if (!probe.ok) throw new Error(`this host has no writable cgroup v2: ${probe.reason}`);
+    return join(probe.mount, line.slice(3));
+  };
+
+  it('X2, K1: each remote tree has its own cgroup; an escapee without marker or session is killed, proof cgroup', async () => {
+    const p = await open();
+    const job = await p.spawn({
+      argv: ['bash', '-c', HIDDEN],
+      ...grace(500),
+      stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+    });
+    const out = lines(job.stdout!);
+    await out.until('ready');
+    const hidden = Number(out.text.split('\n')[0]);
+    expect(readFileSync(`/proc/${hidden}/environ`, 'utf8')).not.toContain('TETHER_TREE=');
+    expect(listTaggedProcesses(job.treeId)).toEqual([job.identity.pid]);
+    const dir = cgroupDirOf(job.identity.pid);
+    expect(dir).toMatch(/\/tether-helper-\d+\/t-[^/]+$/);
+    expect(cgroupDirOf(hidden)).toBe(dir);
+    expect(await job.kill()).toEqual({ status: 'quiescent', proof: 'cgroup', killed: 2 });
+    expect(gone(hidden)).toBe(true);
+    expect(existsSync(dir)).toBe(false);
+  });
+
+  it('X2, X3: after the helper was killed, the next one kills its orphans through their cgroup', async () => {
+    const p = await open();
+    const job = await p.spawn({
+      argv: ['bash', '-c', HIDDEN],
+      ...grace(500),
+      stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+    });
+    const out = lines(job.stdout!);
+    await out.until('ready');
+    const hidden = Number(out.text.split('\n')[0]);
+    const dir = cgroupDirOf(hidden);
+    process.kill(daemonPid(), 'SIGKILL');
+    expect(await job.exited).toEqual({ exitCode: null, signal: null });
+    // The marker finds the leader only; the reconnect's helper finds the rest in the cgroup.
+    await until(
+      'the hidden orphan killed',
+      () => gone(hidden),
+      (g) => g,
+    );
+    await until(
+      'its cgroup removed',
+      () => existsSync(dir),
+      (e) => !e,
     );
   });
 
