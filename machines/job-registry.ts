@@ -3,12 +3,28 @@ import { type JobMachineInput, jobMachine } from './job.js';
 
 /**
  * The registry's facts: the per-owner cap, how many slots each owner holds (reserved for a
- * start in progress, or held by a live job), and which owner each live job belongs to.
+ * start in progress, or held by a live job), and each owner's live jobs. Kept per owner so a
+ * step copies one owner's entry, never every live job: with hundreds of jobs a flat map made
+ * each start and end O(jobs), a burst O(jobs²) (P5).
  */
 export interface JobRegistryContext {
   readonly limit: number;
   readonly slots: Readonly<Record<string, number>>;
-  readonly live: Readonly<Record<string, string>>;
+  /** Owner key → the ids of its live jobs. */
+  readonly live: Readonly<Record<string, readonly string[]>>;
+}
+
+/**
+ * The owner of a live job, or undefined (O(owners), each holding at most `limit` jobs).
+ *
+ * @example
+ * ```ts
+ * ownerOfJob(root.getSnapshot().context, 'job_a'); // 'o1'
+ * ```
+ */
+export function ownerOfJob(context: JobRegistryContext, jobId: string): string | undefined {
+  for (const [ownerKey, jobs] of Object.entries(context.live)) if (jobs.includes(jobId)) return ownerKey;
+  return undefined;
 }
 
 export type JobRegistryEvent =
@@ -69,8 +85,11 @@ export const jobRegistryMachine = setup({
       return { slots: held > 1 ? { ...others, [ownerKey]: held - 1 } : others };
     }),
     forgetLive: assign(({ context }, params: { readonly jobId: string }) => {
-      const { [params.jobId]: _gone, ...live } = context.live;
-      return { live };
+      const ownerKey = ownerOfJob(context, params.jobId);
+      if (ownerKey === undefined) return {};
+      const { [ownerKey]: jobs = [], ...others } = context.live;
+      const rest = jobs.filter((id) => id !== params.jobId);
+      return { live: rest.length > 0 ? { ...others, [ownerKey]: rest } : others };
     }),
     jobEnded: (_, _params: { readonly jobId: string }) => {},
   },
@@ -95,7 +114,10 @@ export const jobRegistryMachine = setup({
     REGISTER: {
       actions: [
         assign({
-          live: ({ context, event }) => ({ ...context.live, [event.job.jobId]: event.job.ownerKey }),
+          live: ({ context, event }) => {
+            const { jobId, ownerKey } = event.job;
+            return { ...context.live, [ownerKey]: [...(context.live[ownerKey] ?? []), jobId] };
+          },
         }),
         spawnChild('job', {
           id: ({ event }) => registeredJob(event).jobId,
@@ -106,7 +128,10 @@ export const jobRegistryMachine = setup({
     // A job actor ended (final state, or an error escaping it): free its slot, then report.
     'xstate.done.actor.*': {
       actions: [
-        { type: 'freeSlot', params: ({ context, event }) => ({ ownerKey: context.live[event.actorId] }) },
+        {
+          type: 'freeSlot',
+          params: ({ context, event }) => ({ ownerKey: ownerOfJob(context, event.actorId) }),
+        },
         { type: 'forgetLive', params: ({ event }) => ({ jobId: event.actorId }) },
         stopChild(({ event }) => event.actorId),
         { type: 'jobEnded', params: ({ event }) => ({ jobId: event.actorId }) },
@@ -114,7 +139,10 @@ export const jobRegistryMachine = setup({
     },
     'xstate.error.actor.*': {
       actions: [
-        { type: 'freeSlot', params: ({ context, event }) => ({ ownerKey: context.live[event.actorId] }) },
+        {
+          type: 'freeSlot',
+          params: ({ context, event }) => ({ ownerKey: ownerOfJob(context, event.actorId) }),
+        },
         { type: 'forgetLive', params: ({ event }) => ({ jobId: event.actorId }) },
         stopChild(({ event }) => event.actorId),
         { type: 'jobEnded', params: ({ event }) => ({ jobId: event.actorId }) },

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn as spawnChild } from 'node:child_process';
 import { statSync } from 'node:fs';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { findExecutable } from '../../workers/pty-path.js';
 import { TetherError } from '../errors.js';
 import type { Containment, TreeBoundary } from './containment/containment-types.js';
@@ -75,11 +76,13 @@ export interface LocalProvider extends SubprocessProvider {
 export function createLocalProvider(options: LocalProviderOptions = {}): LocalProvider {
   const host = options.ptyHost ?? createPtyHost();
   const containment = options.containment ?? createMarkerContainment();
+  const admit = pLimit(IN_FLIGHT);
+  const ways = { options, containment, admit };
   return {
     name: 'local',
     containment: containment.mode,
-    spawn: async (spec) => (await spawnLocal(spec, options, containment, null))!,
-    spawnJoined: (spec, join) => spawnLocal(spec, options, containment, join),
+    spawn: async (spec) => (await spawnLocal(spec, ways, null))!,
+    spawnJoined: (spec, join) => spawnLocal(spec, ways, join),
     spawnTerminal: (spec) => spawnLocalTerminal(spec, host, options, containment),
     get workers() {
       return host.alive ? 1 : 0;
@@ -90,44 +93,36 @@ export function createLocalProvider(options: LocalProviderOptions = {}): LocalPr
   };
 }
 
-// Starts in flight at the spawner past which a new spawn first yields to the loop (P5).
-const BURST = 4;
+// Starts at the spawner at once: the spawner starts one child at a time, so more would only
+// wait in its socket, their preparation done up front in one turn of the loop (P5).
+const IN_FLIGHT = 4;
 
 // The one place a local process tree starts (S1, S4): where containment hooks in before exec.
 // With `join`, only through the spawner: null when it is not there (nothing started).
 async function spawnLocal(
   spec: SubprocessSpawnSpec,
-  options: LocalProviderOptions,
-  containment: Containment,
+  ways: { options: LocalProviderOptions; containment: Containment; admit: LimitFunction },
   join: NamespaceJoin | null,
 ): Promise<SubprocessHandle | null> {
-  if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
+  const { options, containment } = ways;
+  const aborted = () => {
+    if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
+  };
+  aborted();
   assertDirectory(spec.cwd);
-  const env = sanitizeEnv(process.env, options.env, spec.env);
-  const spawner = options.spawner;
-  if (spawner?.alive) {
-    // A burst (hundreds of jobs started in one tick) must not hold the main loop for its whole
-    // preparation: past a few starts in flight, each one waits for the next turn of the loop.
-    if (spawner.pending >= BURST) await new Promise<void>((resolve) => setImmediate(resolve));
-    const tree = containment.openTree(spec.argv, env, { entersAtClone: true });
-    try {
-      const child = await spawner.spawn({
-        argv: tree.argv,
-        env: tree.env,
-        cwd: spec.cwd,
-        stdio: spec.stdio,
-        cgroup: tree.cgroup,
-        join,
-      });
-      return trackChild(child, tree, spec);
-    } catch (err) {
-      tree.release();
-      if (err instanceof SpawnRefused) throw refusedError(err, tree.argv[0], spec.cwd);
-      if (!(err instanceof SpawnerGone)) throw err;
-      // The spawner ended under us: nothing started; child_process starts it instead.
-    }
+  if (options.spawner?.alive) {
+    // A burst (hundreds of jobs started in one tick) is let in a few at a time, each as an
+    // earlier one is answered: its preparation is spread over the burst, so the main loop is
+    // never held for all of it at once (P5).
+    const started = await ways.admit(() => {
+      aborted();
+      const spawner = options.spawner;
+      return spawner?.alive ? spawnThrough(spawner, spec, ways, join) : null;
+    });
+    if (started !== null) return started;
   }
   if (join !== null) return null;
+  const env = sanitizeEnv(process.env, options.env, spec.env);
   const tree = containment.openTree(spec.argv, env);
   const [file, ...args] = tree.argv;
   try {
@@ -144,6 +139,34 @@ async function spawnLocal(
   } catch (err) {
     tree.release();
     throw err;
+  }
+}
+
+// One start through the spawner; null when the spawner ended under it (nothing started, the
+// caller starts it through child_process instead).
+async function spawnThrough(
+  spawner: Spawner,
+  spec: SubprocessSpawnSpec,
+  ways: { options: LocalProviderOptions; containment: Containment },
+  join: NamespaceJoin | null,
+): Promise<SubprocessHandle | null> {
+  const env = sanitizeEnv(process.env, ways.options.env, spec.env);
+  const tree = ways.containment.openTree(spec.argv, env, { entersAtClone: true });
+  try {
+    const child = await spawner.spawn({
+      argv: tree.argv,
+      env: tree.env,
+      cwd: spec.cwd,
+      stdio: spec.stdio,
+      cgroup: tree.cgroup,
+      join,
+    });
+    return trackChild(child, tree, spec);
+  } catch (err) {
+    tree.release();
+    if (err instanceof SpawnRefused) throw refusedError(err, tree.argv[0], spec.cwd);
+    if (!(err instanceof SpawnerGone)) throw err;
+    return null;
   }
 }
 

@@ -49,7 +49,7 @@ describe('machines/job-registry', () => {
     const child = root.getSnapshot().children.job_a!;
     expect(child.system).toBe(root.system);
     expect(root.system.get('tether.jobs')).toBe(root);
-    expect(root.getSnapshot().context.live).toEqual({ job_a: 'o1' });
+    expect(root.getSnapshot().context.live).toEqual({ o1: ['job_a'] });
     expect(root.getSnapshot().can({ type: 'RESERVE', ownerKey: 'o1' })).toBe(false);
     child.send({ type: 'CANCEL' });
     await Promise.resolve();

@@ -1,8 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../src/index.js';
 import { probeCgroup } from '../../src/subprocess/containment/cgroup-fs.js';
-import { spawnerBinary } from '../../src/subprocess/spawner/spawner.js';
+import { createLocalProvider } from '../../src/subprocess/local-provider.js';
+import { spawnerBinary, startSpawner } from '../../src/subprocess/spawner/spawner.js';
 import { ownSpawners } from '../support/proc-oracle.js';
 
 const stateDir = () => `${process.env.TMPDIR ?? '/tmp'}/tether-state-test-${process.pid}`;
@@ -57,6 +58,34 @@ describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
     expect(result.truncated).toBe(true);
     // Every byte is in the spill, stdout's and stderr's.
     expect(readFileSync(result.spillPath!, 'utf8')).toBe(`${'a'.repeat(150_000)}\ndone\n`);
+  });
+
+  it('P5, S1: a burst is let in a few at a time; one aborted while it waits its turn starts nothing', async () => {
+    const spawner = startSpawner()!;
+    const provider = createLocalProvider({ spawner });
+    const spec = (command: string, signal?: AbortSignal) => ({
+      argv: ['/bin/bash', '-c', command] as const,
+      cwd: '/tmp',
+      stdio: { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' } as const,
+      cleanupGraceMs: 500,
+      ...(signal ? { signal } : {}),
+    });
+    try {
+      // 40 starts in one tick; the 41st waits its turn behind them and is aborted meanwhile.
+      const marker = `/tmp/tether-p5-aborted-${process.pid}`;
+      const burst = Array.from({ length: 40 }, () => provider.spawn(spec('sleep 30')));
+      const stop = new AbortController();
+      const aborted = provider.spawn(spec(`touch ${marker}`, stop.signal));
+      stop.abort();
+      await expect(aborted).rejects.toMatchObject({ code: 'ABORTED' });
+      const children = await Promise.all(burst);
+      expect(new Set(children.map((c) => c.identity.pid)).size).toBe(40);
+      for (const child of children) expect(await child.kill()).toMatchObject({ status: 'quiescent' });
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      await provider.dispose();
+      await spawner.dispose();
+    }
   });
 
   it('D3: dispose ends the spawner; a spawner that died is replaced by child_process and nothing is lost', async () => {

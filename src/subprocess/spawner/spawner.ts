@@ -50,8 +50,6 @@ export class SpawnerGone extends Error {}
 export interface Spawner {
   /** False once the spawner process ended: callers fall back to `child_process`. */
   readonly alive: boolean;
-  /** Starts sent and not yet answered. */
-  readonly pending: number;
   /**
    * Starts a child in its own session. Rejects {@link SpawnRefused} when the child could not
    * start (nothing runs), or {@link SpawnerGone} when the spawner itself is gone.
@@ -231,9 +229,6 @@ export function startSpawner(binary = spawnerBinary()): Spawner | null {
   return {
     get alive() {
       return gone === null;
-    },
-    get pending() {
-      return starts.size;
     },
     spawn(request) {
       if (gone !== null) return Promise.reject(gone);
