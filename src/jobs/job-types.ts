@@ -55,8 +55,8 @@ export interface JobRunContext {
   append(text: string): void;
   /**
    * Output bytes that are all ASCII (`buffer.isAscii`), kept as bytes and turned into text only
-   * when read: a flood then retains no strings for the garbage collector to copy (issue 13,
-   * 15). The buffer must not be written to afterwards.
+   * when read: a flood then retains no strings for the garbage collector to copy (P2, X1
+   * throughput). The buffer must not be written to afterwards.
    */
   appendAscii?(bytes: Buffer): void;
 }

@@ -141,6 +141,15 @@ def populated(cg):
         return False  # removed: empty
 
 
+def kill_cgroup(cg):
+    """SIGKILL to everything in `cg` and below, forks in flight included (Linux 5.14+)."""
+    try:
+        with open(os.path.join(cg, 'cgroup.kill'), 'w') as f:
+            f.write('1')
+    except OSError:
+        pass
+
+
 def remove_cgroup(cg):
     """Removes `cg` and what is below it; False while a process is left in it."""
     for d in cgroup_dirs(cg):
@@ -181,11 +190,7 @@ def kill_tree(tree, leader, grace_ms, reap, hangup=False, cg=None):
             except OSError:
                 pass
         if sig == signal.SIGKILL and cg is not None:
-            try:
-                with open(os.path.join(cg, 'cgroup.kill'), 'w') as f:
-                    f.write('1')
-            except OSError:
-                pass
+            kill_cgroup(cg)
 
     def wait_gone(ms):
         end = time.monotonic() + ms / 1000
@@ -463,14 +468,17 @@ class Daemon:
             remove_cgroup(job.cg)  # else a later kill sweeps what is left, then removes it
         del self.jobs[job.tree]
 
-    def orphan_cgroup(self, tree):
-        """The cgroup of a tree this daemon does not know: one a daemon that died started."""
+    def cgroup_bases(self):
+        """The cgroups of every daemon of this helper directory that may still have trees."""
         try:
             with open(self.cgroups_file) as f:
-                bases = [l.strip() for l in f if l.strip()]
+                return [l.strip() for l in f if l.strip()]
         except OSError:
-            return None
-        for base in bases:
+            return []
+
+    def orphan_cgroup(self, tree):
+        """The cgroup of a tree this daemon does not know: one a daemon that died started."""
+        for base in self.cgroup_bases():
             cg = os.path.join(base, tree_dir(tree))
             if os.path.isdir(cg):
                 return cg
@@ -478,22 +486,13 @@ class Daemon:
 
     def close(self):
         """Removes this daemon's cgroup, and those of dead daemons once they are empty."""
-        try:
-            with open(self.cgroups_file) as f:
-                bases = [l.strip() for l in f if l.strip()]
-        except OSError:
-            bases = []
         keep = []
-        for base in bases:
+        for base in self.cgroup_bases():
             daemon = re.search(r'tether-helper-(\d+)$', base)
             if base == self.cg:
                 for cg in cgroup_dirs(base)[:-1]:
                     if populated(cg):  # every tree was killed or released; whatever is left goes
-                        try:
-                            with open(os.path.join(cg, 'cgroup.kill'), 'w') as f:
-                                f.write('1')
-                        except OSError:
-                            pass
+                        kill_cgroup(cg)
                 end = time.monotonic() + 2
                 while populated(base) and time.monotonic() < end:
                     time.sleep(0.01)

@@ -93,8 +93,8 @@ export function createLocalProvider(options: LocalProviderOptions = {}): LocalPr
   };
 }
 
-// Starts at the spawner at once: the spawner starts one child at a time, so more would only
-// wait in its socket, their preparation done up front in one turn of the loop (P5).
+// How many starts are at the spawner at once. It starts one child at a time, so more would only
+// wait in its socket, having been prepared all together in one turn of the loop (P5).
 const IN_FLIGHT = 4;
 
 // The one place a local process tree starts (S1, S4): where containment hooks in before exec.

@@ -191,6 +191,16 @@ describe('ssh provider faults (X3)', () => {
 
   // A process that left its session and dropped its env: no marker, no session, only the cgroup.
   const HIDDEN = 'env -i setsid sleep 1000 & echo $!; echo ready; exec sleep 1000';
+  // The escapee's pid once it is `sleep` (before that, `env` and `setsid` still have bash's env).
+  const hiddenPid = async (job: SubprocessHandle) => {
+    const out = lines(job.stdout!);
+    await out.until('ready');
+    const pid = Number(out.text.split('\n')[0]);
+    const cmdline = () =>
+      existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
+    await until('the escapee runs sleep', cmdline, (c) => c.startsWith('sleep'));
+    return pid;
+  };
   const gone = (pid: number) => {
     const stat = readProcStat(pid);
     return stat === null || stat.state === 'Z';
@@ -211,9 +221,7 @@ describe('ssh provider faults (X3)', () => {
       ...grace(500),
       stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
     });
-    const out = lines(job.stdout!);
-    await out.until('ready');
-    const hidden = Number(out.text.split('\n')[0]);
+    const hidden = await hiddenPid(job);
     expect(readFileSync(`/proc/${hidden}/environ`, 'utf8')).not.toContain('TETHER_TREE=');
     expect(listTaggedProcesses(job.treeId)).toEqual([job.identity.pid]);
     const dir = cgroupDirOf(job.identity.pid);
@@ -231,9 +239,7 @@ describe('ssh provider faults (X3)', () => {
       ...grace(500),
       stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
     });
-    const out = lines(job.stdout!);
-    await out.until('ready');
-    const hidden = Number(out.text.split('\n')[0]);
+    const hidden = await hiddenPid(job);
     const dir = cgroupDirOf(hidden);
     process.kill(daemonPid(), 'SIGKILL');
     expect(await job.exited).toEqual({ exitCode: null, signal: null });

@@ -60,7 +60,7 @@ describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
     expect(readFileSync(result.spillPath!, 'utf8')).toBe(`${'a'.repeat(150_000)}\ndone\n`);
   });
 
-  it('P5, S1: a burst is let in a few at a time; one aborted while it waits its turn starts nothing', async () => {
+  it('S1: a burst of spawns goes to the spawner a few at a time; one aborted while it waits its turn starts nothing', async () => {
     const spawner = startSpawner()!;
     const provider = createLocalProvider({ spawner });
     const spec = (command: string, signal?: AbortSignal) => ({
