@@ -191,15 +191,21 @@ describe('ssh provider faults (X3)', () => {
 
   // A process that left its session and dropped its env: no marker, no session, only the cgroup.
   const HIDDEN = 'env -i setsid sleep 1000 & echo $!; echo ready; exec sleep 1000';
-  // The escapee's pid once it is `sleep` (before that, `env` and `setsid` still have bash's env).
-  const hiddenPid = async (job: SubprocessHandle) => {
+  // A remote tree with such an escapee, and the escapee's pid once it is `sleep` (before that,
+  // `env` and `setsid` still have bash's env).
+  const hiddenTree = async () => {
+    const job = await (await open()).spawn({
+      argv: ['bash', '-c', HIDDEN],
+      ...grace(500),
+      stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+    });
     const out = lines(job.stdout!);
     await out.until('ready');
-    const pid = Number(out.text.split('\n')[0]);
+    const hidden = Number(out.text.split('\n')[0]);
     const cmdline = () =>
-      existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
+      existsSync(`/proc/${hidden}/cmdline`) ? readFileSync(`/proc/${hidden}/cmdline`, 'utf8') : '';
     await until('the escapee runs sleep', cmdline, (c) => c.startsWith('sleep'));
-    return pid;
+    return { job, hidden };
   };
   const gone = (pid: number) => {
     const stat = readProcStat(pid);
@@ -215,13 +221,7 @@ describe('ssh provider faults (X3)', () => {
   };
 
   it('X2, K1: each remote tree has its own cgroup; an escapee without marker or session is killed, proof cgroup', async () => {
-    const p = await open();
-    const job = await p.spawn({
-      argv: ['bash', '-c', HIDDEN],
-      ...grace(500),
-      stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
-    });
-    const hidden = await hiddenPid(job);
+    const { job, hidden } = await hiddenTree();
     expect(readFileSync(`/proc/${hidden}/environ`, 'utf8')).not.toContain('TETHER_TREE=');
     expect(listTaggedProcesses(job.treeId)).toEqual([job.identity.pid]);
     const dir = cgroupDirOf(job.identity.pid);
@@ -233,13 +233,7 @@ describe('ssh provider faults (X3)', () => {
   });
 
   it('X2, X3: after the helper was killed, the next one kills its orphans through their cgroup', async () => {
-    const p = await open();
-    const job = await p.spawn({
-      argv: ['bash', '-c', HIDDEN],
-      ...grace(500),
-      stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
-    });
-    const hidden = await hiddenPid(job);
+    const { job, hidden } = await hiddenTree();
     const dir = cgroupDirOf(hidden);
     process.kill(daemonPid(), 'SIGKILL');
     expect(await job.exited).toEqual({ exitCode: null, signal: null });
