@@ -84,12 +84,17 @@ export const jobRegistryMachine = setup({
       const { [ownerKey]: held = 0, ...others } = context.slots;
       return { slots: held > 1 ? { ...others, [ownerKey]: held - 1 } : others };
     }),
-    forgetLive: assign(({ context }, params: { readonly jobId: string }) => {
+    // A live job ended: its owner's slot is freed and the job forgotten, in one step.
+    forgetJob: assign(({ context }, params: { readonly jobId: string }) => {
       const ownerKey = ownerOfJob(context, params.jobId);
       if (ownerKey === undefined) return {};
-      const { [ownerKey]: jobs = [], ...others } = context.live;
+      const { [ownerKey]: held = 0, ...otherSlots } = context.slots;
+      const { [ownerKey]: jobs = [], ...otherLive } = context.live;
       const rest = jobs.filter((id) => id !== params.jobId);
-      return { live: rest.length > 0 ? { ...others, [ownerKey]: rest } : others };
+      return {
+        slots: held > 1 ? { ...otherSlots, [ownerKey]: held - 1 } : otherSlots,
+        live: rest.length > 0 ? { ...otherLive, [ownerKey]: rest } : otherLive,
+      };
     }),
     jobEnded: (_, _params: { readonly jobId: string }) => {},
   },
@@ -128,22 +133,14 @@ export const jobRegistryMachine = setup({
     // A job actor ended (final state, or an error escaping it): free its slot, then report.
     'xstate.done.actor.*': {
       actions: [
-        {
-          type: 'freeSlot',
-          params: ({ context, event }) => ({ ownerKey: ownerOfJob(context, event.actorId) }),
-        },
-        { type: 'forgetLive', params: ({ event }) => ({ jobId: event.actorId }) },
+        { type: 'forgetJob', params: ({ event }) => ({ jobId: event.actorId }) },
         stopChild(({ event }) => event.actorId),
         { type: 'jobEnded', params: ({ event }) => ({ jobId: event.actorId }) },
       ],
     },
     'xstate.error.actor.*': {
       actions: [
-        {
-          type: 'freeSlot',
-          params: ({ context, event }) => ({ ownerKey: ownerOfJob(context, event.actorId) }),
-        },
-        { type: 'forgetLive', params: ({ event }) => ({ jobId: event.actorId }) },
+        { type: 'forgetJob', params: ({ event }) => ({ jobId: event.actorId }) },
         stopChild(({ event }) => event.actorId),
         { type: 'jobEnded', params: ({ event }) => ({ jobId: event.actorId }) },
       ],

@@ -116,10 +116,7 @@ def cgroup_base(name):
 
 def cgroup_dirs(cg):
     """`cg` and every cgroup below it, deepest first."""
-    found = []
-    for top, dirs, _ in os.walk(cg, topdown=False):
-        found.append(top)
-    return found
+    return [top for top, _, _ in os.walk(cg, topdown=False)]
 
 
 def cgroup_pids(cg):
@@ -490,9 +487,8 @@ class Daemon:
         for base in self.cgroup_bases():
             daemon = re.search(r'tether-helper-(\d+)$', base)
             if base == self.cg:
-                for cg in cgroup_dirs(base)[:-1]:
-                    if populated(cg):  # every tree was killed or released; whatever is left goes
-                        kill_cgroup(cg)
+                if populated(base):  # every tree was killed or released; whatever is left goes
+                    kill_cgroup(base)
                 end = time.monotonic() + 2
                 while populated(base) and time.monotonic() < end:
                     time.sleep(0.01)
