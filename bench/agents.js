@@ -1,7 +1,7 @@
 // P5: 64 agents × 8 background jobs (512 `sleep 1000` process trees through the shell
-// producer): time to start them all, then the agent service's dispose (D2) to verified
-// quiescence — stats all zero and no tagged process left in /proc — with the main loop's
-// p99 delay measured in each phase. The raw baseline spawns and group-kills the same 512
+// producer). The 64 agents are created first (a row of its own); then the time to start the
+// 512 jobs, then the agent service's dispose (D2) to verified quiescence — stats all zero and
+// no tagged process left in /proc — with the main loop's p99 delay measured in each phase. The raw baseline spawns and group-kills the same 512
 // detached `sleep`s with child_process alone (no owners, no registry, no verification).
 import { spawn } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -89,10 +89,14 @@ async function raw(count) {
 // Tether: create the agents, start every job as its agent, then D2 until verified quiescent.
 async function tether(agentCount) {
   const rt = compose();
-  const start = await phase(async () => {
-    const agents = Array.from({ length: agentCount }, (_, i) =>
+  // The owners exist before the burst (64 owners × 8 jobs); creating them is its own row.
+  const create = await phase(async () =>
+    Array.from({ length: agentCount }, (_, i) =>
       rt.agents.create({ sessionId: `bench-${i}`, onTurn: () => {} }),
-    );
+    ),
+  );
+  const agents = create.result;
+  const start = await phase(async () => {
     const jobs = agents.flatMap((agent) =>
       Array.from({ length: JOBS_PER_AGENT }, () => rt.background(agent, 'sleep 1000')),
     );
@@ -110,7 +114,7 @@ async function tether(agentCount) {
     }
     return Object.values(rt.agents.stats()).every((n) => n === 0) && rt.jobs.stats().running === 0;
   });
-  return { start, dispose };
+  return { create, start, dispose };
 }
 
 /** Table rows for bench/run.js: [benchmark, raw, tether, ratio, goal, note]. */
@@ -129,6 +133,14 @@ export async function rows(quick) {
       ratio(t.start.seconds, r.start.seconds),
       '≤ 5 s',
       `${t.start.result} tagged processes live`,
+    ],
+    [
+      `P5 create ${agentCount} agents (their owners) before the burst, ms`,
+      '—',
+      fmt(t.create.seconds * 1000, 1),
+      '—',
+      '—',
+      `loop max ${fmt(t.create.maxms, 0)} ms: one synchronous create() each`,
     ],
     [
       `P5 dispose ${size} to verified quiescence, s`,

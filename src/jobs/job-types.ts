@@ -99,7 +99,7 @@ export interface JobServiceStats {
   readonly jobs: number;
   /** Jobs not yet terminal. */
   readonly running: number;
-  /** `start` calls between the capacity reservation and registration. */
+  /** `start` calls waiting for their turn (a burst, P5) or between the capacity reservation and registration. */
   readonly starting: number;
   /** Pending `wait` calls. */
   readonly waiters: number;

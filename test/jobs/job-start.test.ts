@@ -203,6 +203,41 @@ describe('jobs.start', () => {
     expect(refused.map((r) => (r.reason as { code?: string }).code)).toEqual(['JOB_LIMIT', 'JOB_LIMIT']);
     expect(h.jobs.stats()).toMatchObject({ running: 3, starting: 0 });
   });
+
+  it('J4, J8: a burst of starts in one turn goes on 16 per turn of the loop, in call order; those still waiting when the owner is retired start nothing', async () => {
+    h = jobHarness({ maxRunningPerOwner: 64 });
+    const lease = h.owners.host();
+    const ran: number[] = [];
+    // A producer that runs until cancelled (J1: not necessarily a process).
+    const spec = (i: number): JobSpec => ({
+      kind: 'custom',
+      label: `burst ${i}`,
+      run: () => {
+        ran.push(i);
+        let cancel!: () => void;
+        const done = new Promise<{ exitCode: number; signal: null }>((resolve) => {
+          cancel = () => resolve({ exitCode: 0, signal: null });
+        });
+        return { cancel, done };
+      },
+    });
+    // Queued before the burst, this runs after the burst's own turn and before the next slice.
+    const firstTurn = new Promise<{ ran: number; starting: number }>((resolve) =>
+      setImmediate(() => resolve({ ran: ran.length, starting: h.jobs.stats().starting })),
+    );
+    const burst = Array.from({ length: 40 }, (_, i) => h.jobs.start(lease.token, spec(i)));
+    expect(await firstTurn).toEqual({ ran: 16, starting: 24 });
+    const started = await Promise.all(burst.slice(0, 32));
+    expect(ran).toEqual(Array.from({ length: 32 }, (_, i) => i));
+    expect(started.every((info) => info.state === 'running')).toBe(true);
+
+    // Retired while 8 still wait for their turn: they fail as the retired owner's calls do.
+    lease.retire();
+    for (const late of burst.slice(32)) await failsWith(late, 'OWNER_RETIRED');
+    expect(ran).toHaveLength(32);
+    await h.jobs.drainOwner(lease.token);
+    expect(h.jobs.stats()).toMatchObject({ running: 0, starting: 0 });
+  });
 });
 
 // A provider whose spawn fails the way a real one does for a missing directory.
