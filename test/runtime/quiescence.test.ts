@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, readlinkSync, rmSync, watch } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createRuntime } from '../../src/index.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
@@ -49,10 +49,18 @@ describe('D3 quiescence, seen by the platform', () => {
         settleMs: 600_000,
         timeoutMs: 600_000,
       });
-      await new Promise<void>((resolve) => {
-        const check = () => (rt.stats().terminals.timers > 0 ? resolve() : setImmediate(check));
-        check();
-      });
+      // It ends when the SIGINT below ends the loop, or at dispose: handled from the start.
+      void sending.catch(() => undefined);
+      // The loop's output means the input was written and the send waits on its deadline (a
+      // SIGINT sent earlier, while the shell still starts, would end the shell instead).
+      await vi.waitFor(
+        async () => {
+          const lines = (await rt.terminals.screen(lease.token, t.id)).text.split('\n');
+          expect(lines.filter((line) => line.trim() === '.').length).toBeGreaterThan(1);
+          expect(rt.stats().terminals.timers).toBeGreaterThan(0);
+        },
+        { timeout: 10_000, interval: 10 },
+      );
       const during = rt.stats();
       expect(during.terminals.timers).toBeGreaterThan(0);
       expect(during.timers).toBeGreaterThanOrEqual(during.terminals.timers); // counted in the total
@@ -64,7 +72,6 @@ describe('D3 quiescence, seen by the platform', () => {
       expect(threadCount()).toBeGreaterThan(before.threads); // the PTY worker
       expect(fds().length).toBeGreaterThan(before.fds.length); // the PTY, the job's pipes
       await rt.terminals.signal(lease.token, t.id, 'SIGINT');
-      void sending.catch(() => undefined);
     } finally {
       await rt.dispose();
       rmSync(spillDir, { recursive: true, force: true });
