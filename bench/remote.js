@@ -23,7 +23,8 @@ const spread = (xs, digits) =>
 function connect(server) {
   const client = new ssh2.Client();
   return new Promise((resolve, reject) => {
-    client.once('ready', () => resolve(client)).once('error', reject);
+    // No Nagle, as the provider's own connection (its window updates go out at once).
+    client.once('ready', () => resolve(client.setNoDelay(true))).once('error', reject);
     client.connect({
       host: '127.0.0.1',
       port: server.port,

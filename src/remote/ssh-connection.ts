@@ -82,6 +82,10 @@ function connectClient(options: ResolvedSshOptions): Promise<ssh2.Client> {
     };
     const onReady = () => {
       client.off('error', onError);
+      // No Nagle: the helper sends up to its window and then waits for our acks, small frames
+      // that Nagle held until the server's delayed ACK (40 ms on Linux) whenever the flood had
+      // paused; a remote flood stalled ~40 ms per 4 MiB (X1 throughput: 94 → 330 MB/s here).
+      client.setNoDelay(true);
       resolve(client);
     };
     client.once('ready', onReady);
