@@ -162,18 +162,19 @@ def remove_cgroup(cg):
 def kill_tree(tree, leader, grace_ms, reap, hangup=False, cg=None):
     """A generator: yields the seconds to wait before its next step, returns the verdict (S4).
 
-    With a cgroup (`cg`), its members are the tree: a fork lands in it whatever it does to its
-    session or env, `cgroup.kill` takes forks in flight too, and the kernel's `populated 0` is
-    the proof. The marker and session scan still runs beside it, for what started outside."""
+    With a cgroup (`cg`), its members are the tree: the leader entered it before its exec (spawn
+    fails otherwise), a fork lands in it whatever it does to its session or env, `cgroup.kill`
+    takes forks in flight too, and the kernel's `populated 0` is the proof; nothing of the tree
+    can be outside it, so /proc is not scanned (as K1 locally). Without one, the env marker and
+    the leader's session are looked up in /proc."""
     marker = ('TETHER_TREE=' + tree).encode()
     killed = set()
     cg = cg if cg is not None and os.path.isdir(cg) else None
 
     def members():
-        found = tree_members(tree, marker, leader)
         if cg is not None:
-            found += [p for p in cgroup_pids(cg) if p not in found and alive(p)]
-        return found
+            return [p for p in cgroup_pids(cg) if alive(p)]
+        return tree_members(tree, marker, leader)
 
     def send(sig):
         for pid in members():
@@ -362,6 +363,9 @@ class Daemon:
     def __init__(self, sock_path):
         self.sel = selectors.DefaultSelector()
         self.jobs = {}  # tree id -> Job
+        # Released trees whose cgroup was removed empty (bounded): a later kill of one has the
+        # kernel's proof already, no /proc scan (shell.run verifies after the release).
+        self.emptied = collections.OrderedDict()
         # One cgroup for this daemon, one per tree below it. Each daemon's is listed in
         # helper.cgroups, so the next one finds the trees of a daemon that died (X3).
         self.cgroups_file = os.path.join(os.path.dirname(sock_path), 'helper.cgroups')
@@ -461,8 +465,10 @@ class Daemon:
             if fd is not None:
                 os.close(fd)
         job.master = job.stdin = None
-        if job.cg is not None and not populated(job.cg):
-            remove_cgroup(job.cg)  # else a later kill sweeps what is left, then removes it
+        if job.cg is not None and not populated(job.cg) and remove_cgroup(job.cg):
+            self.emptied[job.tree] = True  # else a later kill sweeps what is left, then removes it
+            if len(self.emptied) > 1024:
+                self.emptied.popitem(last=False)
         del self.jobs[job.tree]
 
     def cgroup_bases(self):
@@ -772,6 +778,8 @@ class Daemon:
             return None
         job = self.jobs.get(msg.get('tree'))
         if op == 'kill':
+            if job is None and msg.get('tree') in self.emptied:
+                return {'ok': True, 'verdict': {'status': 'quiescent', 'proof': 'cgroup', 'killed': 0}}
             if job is not None:
                 gen = self.kill(job, msg['graceMs'])
             else:  # a tree of a daemon that died: its marker, and its cgroup if it had one

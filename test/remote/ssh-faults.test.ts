@@ -150,14 +150,25 @@ describe('ssh provider faults (X3)', () => {
     t.onData((text) => {
       seen += text;
     });
+    await until('the first prompt', () => seen, (s) => s.includes('$ '));
     await t.write('stty -echo; cat > /dev/null\r');
+    // `cat` reads before the server stops: the ^C below interrupts it, not the shell still
+    // starting it (which would leave the next line to `cat`).
+    await until('cat reading', () => t.probeInput(), (p) => 'waiting' in p && p.waiting);
     for (const pid of sshd.sshdPids()) process.kill(pid, 'SIGSTOP');
     // 32 MiB cannot pass the SSH window of a stopped server: only the keepalive can end it.
     const big = t.write('x'.repeat(32 << 20));
     expect(codeOf(await big.catch((e: unknown) => e))).toBe('PROVIDER_LOST');
     for (const pid of sshd.sshdPids()) process.kill(pid, 'SIGCONT');
-    // Re-attached: the terminal is still the same shell.
+    // Re-attached: the terminal is still the same shell. The next line goes only once the
+    // prompt is back: written at once after ^C, `cat` could read it before SIGINT ended it.
+    const before = seen.length;
     await t.write('\x03');
+    await until(
+      'the prompt after ^C',
+      () => seen.slice(before),
+      (s) => s.includes('$ '),
+    );
     await t.write('echo back-$((40+2))\r');
     await until(
       'the echo after reconnect',
