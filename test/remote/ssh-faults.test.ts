@@ -150,11 +150,19 @@ describe('ssh provider faults (X3)', () => {
     t.onData((text) => {
       seen += text;
     });
-    await until('the first prompt', () => seen, (s) => s.includes('$ '));
+    await until(
+      'the first prompt',
+      () => seen,
+      (s) => s.includes('$ '),
+    );
     await t.write('stty -echo; cat > /dev/null\r');
     // `cat` reads before the server stops: the ^C below interrupts it, not the shell still
     // starting it (which would leave the next line to `cat`).
-    await until('cat reading', () => t.probeInput(), (p) => 'waiting' in p && p.waiting);
+    await until(
+      'cat reading',
+      () => t.probeInput(),
+      (p) => 'waiting' in p && p.waiting,
+    );
     for (const pid of sshd.sshdPids()) process.kill(pid, 'SIGSTOP');
     // 32 MiB cannot pass the SSH window of a stopped server: only the keepalive can end it.
     const big = t.write('x'.repeat(32 << 20));
