@@ -81,7 +81,7 @@ export function toVerdict(reply: Record<string, unknown>): TreeKillVerdict {
  *
  * @example
  * ```ts
- * const kill = remoteTreeKill(host, { treeId, what: 'tree', graceMs, exited, lost: () => lostReason });
+ * const kill = remoteTreeKill(host, { treeId, what: 'tree', graceMs, exited, lost: () => lostReason, gone: () => gone });
  * ```
  */
 export function remoteTreeKill(
@@ -94,11 +94,17 @@ export function remoteTreeKill(
     readonly exited: Promise<unknown>;
     /** Why the tree is lost, or null while it is reachable. */
     readonly lost: () => string | null;
+    /** The helper said at exit that the tree's cgroup was empty: the verdict needs no request. */
+    readonly gone: () => boolean;
   },
 ): () => Promise<TreeKillVerdict> {
   let inFlight: Promise<TreeKillVerdict> | null = null;
   return () => {
     inFlight ??= (async () => {
+      if (tree.gone()) {
+        await tree.exited;
+        return { status: 'quiescent', proof: 'cgroup', killed: 0 } as const;
+      }
       const lostReason = tree.lost();
       if (lostReason !== null) {
         throw new TetherError(

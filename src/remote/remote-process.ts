@@ -20,6 +20,7 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
   });
   let exit: SubprocessExit | null = null;
   let lostReason: string | null = null;
+  let gone = false;
   const ended = new Set<number>();
   const outputs = new Map<number, { readable: Readable | null; cursor: ReturnType<typeof createCursor> }>();
   for (const [sid, disposition] of [
@@ -75,6 +76,7 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
     event(message) {
       if (message.ev === 'eof') endStream(message.stream as number);
       if (message.ev === 'exit' && exit === null) {
+        gone = message.gone === true;
         exit = {
           exitCode: (message.code as number | null) ?? null,
           signal: (message.signal as NodeJS.Signals | null) ?? null,
@@ -99,6 +101,7 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
     graceMs: spec.cleanupGraceMs,
     exited,
     lost: () => lostReason,
+    gone: () => gone,
   });
 
   const started = (reply: Record<string, unknown>): SubprocessHandle => {

@@ -62,6 +62,7 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
     event(message) {
       if (message.ev !== 'exit' || exitFacts !== null) return;
       const ends = message.ends as Record<string, number>;
+      gone = message.gone === true;
       exitFacts = {
         exit: {
           exitCode: (message.code as number | null) ?? null,
@@ -81,12 +82,14 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
     },
   };
   let lostReason: string | null = null;
+  let gone = false;
   const kill = remoteTreeKill(host, {
     treeId,
     what: 'terminal',
     graceMs: spec.cleanupGraceMs,
     exited,
     lost: () => lostReason,
+    gone: () => gone,
   });
 
   const started = (reply: Record<string, unknown>): TerminalHandle => ({

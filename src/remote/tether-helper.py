@@ -569,7 +569,10 @@ class Daemon:
     def announce_exit(self, job):
         if job.exit is not None and job.client is not None:
             ends = {str(s.sid): s.total for s in job.streams.values()}
-            self.send(job.client, jframe(dict(ev='exit', n=job.n, ends=ends, **job.exit)))
+            # `gone`: the leader was reaped and its cgroup is empty, so nothing of the tree is
+            # left anywhere (a fork of it would be in there): the kernel's proof, sent unasked.
+            gone = job.cg is not None and not populated(job.cg)
+            self.send(job.client, jframe(dict(ev='exit', n=job.n, ends=ends, gone=gone, **job.exit)))
 
     def take(self, job, s, data):
         if data:

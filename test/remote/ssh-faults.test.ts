@@ -251,6 +251,33 @@ describe('ssh provider faults (X3)', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it('X2, K1: after the leader exited, kill still takes a hidden child from the cgroup; an empty cgroup is proven at exit, with no round trip', async () => {
+    const p = await open();
+    const spawn = (script: string) =>
+      p.spawn({
+        argv: ['bash', '-c', script],
+        ...grace(500),
+        stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+      });
+    const left = await spawn('env -i setsid sleep 1000 >/dev/null 2>&1 & echo $!');
+    const out = lines(left.stdout!);
+    await until(
+      'the hidden pid',
+      () => out.text,
+      (t) => t.endsWith('\n'),
+    );
+    const hidden = Number(out.text.trim());
+    expect(await left.exited).toEqual({ exitCode: 0, signal: null });
+    expect(gone(hidden)).toBe(false);
+    expect(await left.kill()).toEqual({ status: 'quiescent', proof: 'cgroup', killed: 1 });
+    expect(gone(hidden)).toBe(true);
+    const empty = await spawn('true');
+    expect(await empty.exited).toEqual({ exitCode: 0, signal: null });
+    // The helper said at exit that the cgroup was empty: the verdict comes from a stopped server.
+    for (const pid of sshd.sshdPids()) process.kill(pid, 'SIGSTOP');
+    expect(await empty.kill()).toEqual({ status: 'quiescent', proof: 'cgroup', killed: 0 });
+  });
+
   it('X2, X3: after the helper was killed, the next one kills its orphans through their cgroup', async () => {
     const { job, hidden } = await hiddenTree();
     const dir = cgroupDirOf(hidden);
