@@ -10,9 +10,9 @@ import array, collections, ctypes, fcntl, json, os, platform, pty, re, selectors
 VERSION = 2
 WINDOW = 4 << 20  # bytes sent beyond the client's ack before the daemon waits
 CAP = 8 << 20  # bytes buffered per stream before the daemon stops reading the job
-# Job output pipes and the channel's pipe to sshd are grown to this, and a read takes up to this:
-# a flood then costs a read and a writev per MiB, not per 64 KiB (X1 throughput; the helper's CPU
-# per 256 MiB fell by about 40% here).
+# Job output pipes and the channel's pipe to sshd are grown to this (as root, see grow_pipe), and
+# a read takes up to this: a flood then costs a read and a writev per MiB, not per 64 KiB (X1
+# throughput; the helper's CPU per 256 MiB fell by about 40% here).
 PIPE = 1 << 20
 SYSCALLS = {
     'x86_64': {0: 'read', 19: 'read', 7: 'poll', 271: 'poll', 23: 'select', 270: 'select', 232: 'epoll', 281: 'epoll', 441: 'epoll'},
@@ -83,8 +83,12 @@ def alive(pid, start=None):
 
 
 def grow_pipe(fd):
+    # Only as root: an unprivileged user's pipes count against fs.pipe-user-pages-soft (64 MiB),
+    # past which every new pipe of that user gets one page. A refusal keeps the default 64 KiB.
+    if os.geteuid() != 0:
+        return
     try:
-        fcntl.fcntl(fd, 1031, PIPE)  # F_SETPIPE_SZ; a host with a lower pipe-max-size keeps 64 KiB
+        fcntl.fcntl(fd, 1031, PIPE)  # F_SETPIPE_SZ
     except OSError:
         pass
 

@@ -310,6 +310,11 @@ static void start(char **field, int count) {
     if (mkfifo(path, 0600) < 0) goto fifo_failed;
     int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) goto fifo_failed;
+    /* Output FIFOs of 1 MiB: a flood then wakes its reader per MiB, not per 64 KiB (P2 jobs:
+     * 0.85-0.97x -> 1.09-1.16x raw here). Only as root: an unprivileged user's pipes count
+     * against fs.pipe-user-pages-soft (64 MiB), past which every new pipe of that user gets
+     * one page; a failure keeps the default size. */
+    if (i != 0 && geteuid() == 0) fcntl(fd, F_SETPIPE_SZ, 1 << 20);
     snprintf(held[held_count].id, sizeof held[0].id, "%s", id);
     held[held_count++].fd = fd;
   }
