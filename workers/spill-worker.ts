@@ -81,10 +81,10 @@ function create(dir: string, temp: string): SpillTaskResult {
 
 /**
  * Bytes per write(2) of a batch. A 1 MiB write makes the kernel put 1 MiB page-cache folios in
- * the file (ext4 on Linux 6.x): high-order allocations, which on a VM whose guest reports free
- * pages to its host (Firecracker here) often land on pages the host took back — 5–8× the
- * kernel time of the whole spill in about half the runs (P2 spill on: 370–400 against 650–700
- * MB/s). 64 KiB writes, the size a pipe read delivers, were never slow in 12 runs.
+ * the file (ext4 on Linux 6.x), high-order allocations; on this VM (a Firecracker guest that
+ * reports free pages to its host, the likely reason) they took 5–8× the kernel time of the
+ * whole spill in about half the runs (P2 spill on: 370–400 against 650–700 MB/s). 64 KiB writes,
+ * the size a pipe read delivers, were never slow in 18 runs (BENCHMARKS.md).
  */
 const WRITE_BYTES = 65_536;
 
