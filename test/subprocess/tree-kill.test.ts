@@ -139,10 +139,11 @@ describe.runIf(linux)('killProcessTree', () => {
 
   it('S4: a tree whose only tagged process is an unreaped zombie is already quiescent', async () => {
     // An untagged holder starts a tagged child that exits; the holder (now sleep) never reaps it.
+    // The child outlives the holder's exec: one that ended before it was reaped by bash itself.
     const inner = spawnTree(['true']); // only for a fresh tree id that the global check covers
     await inner.exited;
     const holder = spawnTree(
-      ['bash', '-c', `TETHER_TREE=${inner.treeId} bash -c 'exit 0' & echo $!; exec sleep 1000`],
+      ['bash', '-c', `TETHER_TREE=${inner.treeId} sleep 0.5 & echo $!; exec sleep 1000`],
       { marker: false },
     );
     const zombiePid = Number(await waitFor(() => holder.stdout().trim(), 'the child pid'));
