@@ -20,21 +20,27 @@ SYSCALLS = {
 }.get(platform.machine())
 
 
+try:
+    # The C library, once: clone3 on every spawn, prctl and mallopt at start.
+    LIBC = ctypes.CDLL(None, use_errno=True)
+    LIBC.syscall.restype = ctypes.c_long
+except Exception:
+    LIBC = None
+
+
 def clone_into(cgroup_fd):
     """fork() whose child starts inside the cgroup open at `cgroup_fd` (clone3 with
     CLONE_INTO_CGROUP, Linux 5.7+): no cgroup.procs write in the child, whose migration waits for
     an RCU grace period (0.7-1 ms a spawn here, remote P1). None where the kernel, its seccomp
     filter or the architecture refuse it: the caller forks and writes cgroup.procs instead. Only
     for this single-threaded daemon (the child skips CPython's fork hooks and execs at once)."""
-    if platform.machine() not in ('x86_64', 'aarch64'):
+    if LIBC is None or platform.machine() not in ('x86_64', 'aarch64'):
         return None
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.syscall.restype = ctypes.c_long
         # struct clone_args: flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
         # tls, set_tid, set_tid_size, cgroup.
         args = ctypes.create_string_buffer(struct.pack('=11Q', 0x200000000, 0, 0, 0, signal.SIGCHLD, 0, 0, 0, 0, 0, cgroup_fd), 88)
-        pid = libc.syscall(435, args, 88)  # clone3, the same number on both
+        pid = LIBC.syscall(435, args, 88)  # clone3, the same number on both
     except Exception:
         return None
     return pid if pid >= 0 else None
@@ -418,15 +424,14 @@ class Daemon:
         self.alone_since = time.monotonic()
         self.reaped_at = 0.0
         try:
-            ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+            LIBC.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
         except Exception:
             pass
         try:
             # glibc: reads of up to PIPE come from the heap and freed ones stay there (up to
             # 16 MiB), instead of an mmap, fresh pages and a munmap per read. Elsewhere a no-op.
-            libc = ctypes.CDLL(None)
-            libc.mallopt(-3, 2 * PIPE)  # M_MMAP_THRESHOLD
-            libc.mallopt(-1, 16 << 20)  # M_TRIM_THRESHOLD
+            LIBC.mallopt(-3, 2 * PIPE)  # M_MMAP_THRESHOLD
+            LIBC.mallopt(-1, 16 << 20)  # M_TRIM_THRESHOLD
         except Exception:
             pass
         self.wake_r, wake_w = os.pipe()
