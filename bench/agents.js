@@ -1,8 +1,9 @@
 // P5: 64 agents × 8 background jobs (512 `sleep 1000` process trees through the shell
 // producer). The 64 agents are created first (a row of its own); then the time to start the
 // 512 jobs, then the agent service's dispose (D2) to verified quiescence — stats all zero and
-// no tagged process left in /proc — with the main loop's p99 delay measured in each phase. The raw baseline spawns and group-kills the same 512
-// detached `sleep`s with child_process alone (no owners, no registry, no verification).
+// no tagged process left in /proc — with the main loop's p99 delay measured in each phase. The
+// raw baseline spawns and group-kills the same 512 detached `sleep`s with child_process alone
+// (no owners, no registry, no verification).
 import { spawn } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
