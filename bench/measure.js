@@ -1,14 +1,21 @@
 import { loadavg } from 'node:os';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
 /**
  * Runs `run` once and measures it the way every flood benchmark here does: MB/s of `bytes`,
  * peak RSS growth (sampled every 20 ms), the main event loop's p99 and max delay, and the CPU
  * time this process spent (every thread, user + system): on a loaded machine wall time swings
- * with the scheduler, CPU time per byte much less.
+ * with the scheduler, CPU time per byte much less. `majorGcs` counts this thread's mark-compacts
+ * during the run (V8's full collections, whose concurrent marking also takes CPU from the flood).
  */
 export async function measureFlood(run, bytes) {
   const delay = monitorEventLoopDelay({ resolution: 1 });
+  let majorGcs = 0;
+  const gcs = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries())
+      if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs++;
+  });
+  gcs.observe({ entryTypes: ['gc'] });
   const rss0 = process.memoryUsage().rss;
   let peak = rss0;
   const sampler = setInterval(() => {
@@ -21,7 +28,12 @@ export async function measureFlood(run, bytes) {
     const result = await run();
     const seconds = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
+    // GC entries are delivered asynchronously: let the last ones of this run arrive.
+    await new Promise((resolve) => setImmediate(resolve));
+    for (const entry of gcs.takeRecords())
+      if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs++;
     return {
+      majorGcs,
       cpuMs: (cpu.user + cpu.system) / 1000,
       result,
       mbps: bytes / 1e6 / seconds,
@@ -31,6 +43,7 @@ export async function measureFlood(run, bytes) {
     };
   } finally {
     delay.disable();
+    gcs.disconnect();
     clearInterval(sampler);
   }
 }

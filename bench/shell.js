@@ -110,6 +110,7 @@ const fmt = (x, digits = 2) => x.toFixed(digits);
 const mib = (bytes) => (bytes >= 2 ** 30 ? `${bytes / 2 ** 30} GiB` : `${bytes / 2 ** 20} MiB`);
 const mbps = (list) => list.map((m) => m.mbps);
 const cpu = (list) => median(list.map((m) => m.cpuMs)).toFixed(0);
+const gcs = (list) => spread(list.map((m) => m.majorGcs));
 
 /** Table rows for bench/run.js: [benchmark, raw, tether, ratio, goal, note]. */
 export async function rows(quick) {
@@ -136,7 +137,8 @@ export async function rows(quick) {
         spread(mbps(tether)),
         ratioSpread(mbps(tether), mbps(rawToFile)),
         '≥ 0.9× raw',
-        `raw = pipe read written to a file, no fsync; CPU ms (median) raw ${cpu(rawToFile)}, tether ${cpu(tether)}`,
+        `raw = pipe read written to a file, no fsync; CPU ms (median) raw ${cpu(rawToFile)}, tether ${cpu(tether)}; ` +
+          `major GCs per run raw ${gcs(rawToFile)}, tether ${gcs(tether)}`,
       ],
       [
         `P2 shell.run ${mib(bytes)} MB/s, spill: { durable: true }`,
