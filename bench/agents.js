@@ -5,10 +5,14 @@
 // raw baseline spawns and group-kills the same 512 detached `sleep`s with child_process alone
 // (no owners, no registry, no verification).
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createAgentService } from '../dist/src/agents/agent-service.js';
 import { createJobService } from '../dist/src/jobs/job-service.js';
+import { createContainment } from '../dist/src/subprocess/containment/containment.js';
 import { createOwnerRegistry } from '../dist/src/owners/owner-registry.js';
 import { shellJobSpec } from '../dist/src/shell/shell-job.js';
 import { createLocalProvider } from '../dist/src/subprocess/local-provider.js';
@@ -20,14 +24,22 @@ const JOBS_PER_AGENT = 8;
 const GRACE_MS = 2_000; // the runtime's default cleanupGraceMs (sleep dies on TERM: none is used)
 const fmt = (x, digits = 2) => x.toFixed(digits);
 
-// The runtime's composition (owners, jobs, shell producer) with the agent service beside it.
+// The runtime's composition (owners, jobs, shell producer, its containment: a cgroup of its own
+// where the host offers one, K1) with the agent service beside it. TETHER_BENCH_CONTAINMENT=marker
+// measures the env-marker boundary instead.
 function compose() {
+  const stateDir = mkdtempSync(join(tmpdir(), 'tether-bench-state-'));
+  const containment = createContainment({
+    request: process.env.TETHER_BENCH_CONTAINMENT ?? 'auto',
+    runtimeId: `bench-${process.pid}`,
+    stateDir,
+  });
   const owners = createOwnerRegistry();
   const jobs = createJobService({ owners });
   const agents = createAgentService({ owners, jobs });
   const lifetime = new AbortController();
   const spawner = startSpawner(); // as createRuntime does: children start from the spawner (P1)
-  const local = createLocalProvider({ spawner });
+  const local = createLocalProvider({ spawner, containment });
   const shell = {
     provider: () => local,
     lifetime: lifetime.signal,
@@ -41,6 +53,7 @@ function compose() {
     },
   };
   return {
+    containment: containment.mode,
     agents,
     jobs,
     background: (agent, command) => jobs.start(agent.owner, shellJobSpec(shell, agent.owner, { command })),
@@ -49,6 +62,8 @@ function compose() {
       lifetime.abort();
       await jobs.dispose();
       await spawner?.dispose();
+      await containment.dispose();
+      rmSync(stateDir, { recursive: true, force: true });
     },
   };
 }
@@ -115,7 +130,7 @@ async function tether(agentCount) {
     }
     return Object.values(rt.agents.stats()).every((n) => n === 0) && rt.jobs.stats().running === 0;
   });
-  return { create, start, dispose };
+  return { containment: rt.containment, create, start, dispose };
 }
 
 /** Table rows for bench/run.js: [benchmark, raw, tether, ratio, goal, note]. */
@@ -133,7 +148,7 @@ export async function rows(quick) {
       fmt(t.start.seconds),
       ratio(t.start.seconds, r.start.seconds),
       '≤ 5 s',
-      `${t.start.result} tagged processes live`,
+      `${t.start.result} tagged processes live; containment ${t.containment}`,
     ],
     [
       `P5 create ${agentCount} agents (their owners) before the burst, ms`,

@@ -36,6 +36,10 @@ const DEFAULT_READ_CHARS = 32_000;
 // Starts prepared per turn of the event loop in a burst (P5): ~0.1 ms each here, so a slice
 // holds the loop for a few ms whatever the burst's size.
 const STARTS_PER_TURN = 16;
+// Job ends and drain cancels per turn (P5): each end stops its actor, O(live jobs) in XState,
+// and each cancel kills a process tree; 512 jobs ending or cancelled together in one turn
+// held the loop for 200+ ms.
+const SETTLES_PER_TURN = 16;
 
 /**
  * Creates the job registry (SPEC section 3): every job an actor of one XState system, the
@@ -74,6 +78,7 @@ export function createJobService(options: JobServiceOptions): JobService {
   const records = new Map<string, JobRecord>();
   const starts = new StartsInFlight();
   const turns = new TurnSlices(STARTS_PER_TURN);
+  const settleTurns = new TurnSlices(SETTLES_PER_TURN);
   const waiters = new JobWaiters();
   const hub = new CompletionHub<JobInfo>((error, info) =>
     onError(error, { jobId: info.id, hook: 'onCompletion' }),
@@ -89,7 +94,11 @@ export function createJobService(options: JobServiceOptions): JobService {
   const system = startJobSystem(
     limit,
     {
-      done: async (jobId) => normalizeExit(await records.get(jobId)!.hooks.done),
+      done: async (jobId) => {
+        const exit = normalizeExit(await records.get(jobId)!.hooks.done);
+        await settleTurns.next();
+        return exit;
+      },
       cancel: (jobId) => {
         const { hooks } = records.get(jobId)!;
         callHook(onError, jobId, 'cancel', () => hooks.cancel());
@@ -182,7 +191,10 @@ export function createJobService(options: JobServiceOptions): JobService {
       if (await starts.settle(ownerKey)) continue;
       const live = ownRecords(ownerKey).filter((r) => !isTerminal(r));
       if (live.length === 0) return;
-      for (const record of live) record.actor!.send({ type: 'CANCEL' });
+      for (const record of live) {
+        await settleTurns.next();
+        record.actor!.send({ type: 'CANCEL' });
+      }
       await Promise.all(live.map((r) => r.settled));
     }
   };

@@ -9,7 +9,67 @@ afterEach(async () => {
   await h?.close();
 });
 
+// A producer that runs until the test (or its cancel hook, one timer later) ends it.
+function heldJob(i: number, ends: Array<() => void>, cancels: number[]): JobSpec {
+  return {
+    kind: 'custom',
+    label: `held ${i}`,
+    run: () => {
+      let end!: () => void;
+      const done = new Promise<{ exitCode: number; signal: null }>((resolve) => {
+        end = () => resolve({ exitCode: 0, signal: null });
+      });
+      ends[i] = end;
+      return {
+        done,
+        cancel: () => {
+          cancels.push(i);
+          setTimeout(end, 1);
+        },
+      };
+    },
+  };
+}
+
+// Runs after the current turn's I/O and microtasks, before the next turn's slice; called from a
+// timer (`fromTimer`), so no slice of an earlier turn is still pending in this turn's check phase.
+const afterThisTurn = <T>(read: () => T) => new Promise<T>((resolve) => setImmediate(() => resolve(read())));
+const fromTimer = () => new Promise((resolve) => setTimeout(resolve, 5));
+
 describe('jobs.drainOwner, jobs.wait and dispose', () => {
+  it('J8, D2: jobs ending in one turn settle 16 per turn, in the order they ended; a drain cancels 16 per turn', async () => {
+    h = jobHarness({ maxRunningPerOwner: 80 });
+    const owner = h.owners.agent().token;
+    const ends: Array<() => void> = [];
+    const cancels: number[] = [];
+    const infos = await Promise.all(
+      Array.from({ length: 80 }, (_, i) => h.jobs.start(owner, heldJob(i, ends, cancels))),
+    );
+    const order: string[] = [];
+    h.jobs.onCompletion(owner, (info) => order.push(info.label));
+    const terminal = async () =>
+      (await h.jobs.list(owner)).filter((info) => info.isTerminal).length;
+
+    // 40 producers end in one synchronous loop: their actors end a slice per turn.
+    await fromTimer();
+    const firstTurn = afterThisTurn(() => order.length);
+    for (let i = 0; i < 40; i++) ends[i]!();
+    expect(await firstTurn).toBe(16);
+    await Promise.all(infos.slice(0, 40).map((info) => h.jobs.wait(owner, info.id, 5000)));
+    expect(order).toEqual(Array.from({ length: 40 }, (_, i) => `held ${i}`));
+    expect(await terminal()).toBe(40);
+
+    // The drain's cancels (each ending its job a timer later) go out a slice per turn too.
+    await fromTimer();
+    const cancelTurn = afterThisTurn(() => cancels.length);
+    const drained = h.jobs.drainOwner(owner);
+    expect(await cancelTurn).toBe(16);
+    await drained;
+    expect(cancels).toEqual(Array.from({ length: 40 }, (_, i) => 40 + i));
+    expect(await terminal()).toBe(80);
+    expect(h.jobs.stats()).toMatchObject({ running: 0, starting: 0 });
+  });
+
   // J8 over real shell jobs: test/shell/shell-background-tree.test.ts. This one needs a producer
   // whose run() the test holds open, which only the test producer offers.
   it('J8: drainOwner also waits for a start in flight and stops the job it registers', async () => {
