@@ -46,9 +46,10 @@ describe('jobs.drainOwner, jobs.wait and dispose', () => {
       Array.from({ length: 80 }, (_, i) => h.jobs.start(owner, heldJob(i, ends, cancels))),
     );
     const order: string[] = [];
-    h.jobs.onCompletion(owner, (info) => order.push(info.label));
-    const terminal = async () =>
-      (await h.jobs.list(owner)).filter((info) => info.isTerminal).length;
+    h.jobs.onCompletion(owner, (info) => {
+      order.push(info.label);
+    });
+    const terminal = async () => (await h.jobs.list(owner)).filter((info) => info.isTerminal).length;
 
     // 40 producers end in one synchronous loop: their actors end a slice per turn.
     await fromTimer();
