@@ -1,30 +1,29 @@
-import { assign, setup, spawnChild, stopChild } from 'xstate';
-import { type JobMachineInput, jobMachine } from './job.js';
+import { assign, sendTo, setup, spawnChild, stopChild } from 'xstate';
+import type { JobMachineInput } from './job.js';
+import { type JobEndedEvent, jobOwnerMachine } from './job-owner.js';
 
 /**
  * The registry's facts: the per-owner cap, how many slots each owner holds (reserved for a
- * start in progress, or held by a live job), and each owner's live jobs. Kept per owner so a
- * step copies one owner's entry, never every live job: with hundreds of jobs a flat map made
- * each start and end O(jobs), a burst O(jobs²) (P5).
+ * start in progress, or held by a live job), and how many live jobs each owner has. An owner
+ * with live jobs has an owner actor (machines/job-owner.ts) whose children are those jobs.
  */
 export interface JobRegistryContext {
   readonly limit: number;
   readonly slots: Readonly<Record<string, number>>;
-  /** Owner key → the ids of its live jobs. */
-  readonly live: Readonly<Record<string, readonly string[]>>;
+  /** Owner key → how many of its jobs are live (never 0: an owner without jobs is dropped). */
+  readonly live: Readonly<Record<string, number>>;
 }
 
 /**
- * The owner of a live job, or undefined (O(owners), each holding at most `limit` jobs).
+ * The child id of an owner's actor.
  *
  * @example
  * ```ts
- * ownerOfJob(root.getSnapshot().context, 'job_a'); // 'o1'
+ * root.getSnapshot().children[ownerActorId('o1')]?.getSnapshot().children.job_a; // the job actor
  * ```
  */
-export function ownerOfJob(context: JobRegistryContext, jobId: string): string | undefined {
-  for (const [ownerKey, jobs] of Object.entries(context.live)) if (jobs.includes(jobId)) return ownerKey;
-  return undefined;
+export function ownerActorId(ownerKey: string): string {
+  return `owner:${ownerKey}`;
 }
 
 export type JobRegistryEvent =
@@ -32,29 +31,37 @@ export type JobRegistryEvent =
   | { readonly type: 'RESERVE'; readonly ownerKey: string }
   /** Give a reserved slot back: `run()` failed, nothing was registered. */
   | { readonly type: 'RELEASE'; readonly ownerKey: string }
-  /** Turn a reservation into a live job actor (child id = job id). */
+  /** Turn a reservation into a live job actor, a child of its owner's actor. */
   | { readonly type: 'REGISTER'; readonly job: JobMachineInput }
   /** Stop accepting starts (the service is being disposed). */
   | { readonly type: 'CLOSE' }
-  /** Sent by a job actor that reached a final state (XState's child-done event). */
-  | { readonly type: `xstate.done.actor.${string}`; readonly actorId: string }
-  /** Sent by a job actor an error escaped from (defensive: the job machine handles its errors). */
-  | { readonly type: `xstate.error.actor.${string}`; readonly actorId: string };
+  /** Sent by an owner's actor when one of its jobs reached a final state. */
+  | JobEndedEvent;
 
-// The job a REGISTER event carries (spawnChild's id mapper sees the machine's whole event union).
+// The job a REGISTER event carries (the mappers see the machine's whole event union).
 function registeredJob(event: JobRegistryEvent): JobMachineInput {
   if (event.type !== 'REGISTER')
-    throw new Error(`machines/job-registry: cannot spawn a job on ${event.type}`);
+    throw new Error(`machines/job-registry: cannot register a job on ${event.type}`);
   return event.job;
 }
 
+// The owner a REGISTER or JOB_ENDED event is about.
+function ownerOf(event: JobRegistryEvent): string {
+  if (event.type === 'REGISTER') return event.job.ownerKey;
+  if (event.type === 'JOB_ENDED' || event.type === 'RESERVE' || event.type === 'RELEASE')
+    return event.ownerKey;
+  throw new Error(`machines/job-registry: ${event.type} names no owner`);
+}
+
 /**
- * The root actor of the job system: every job is a child actor of this machine (one actor
- * system), and the per-owner concurrency cap (SPEC J4) is its `canStart` guard, so the rule
- * is visible in the machine. A slot is taken by `RESERVE` before the producer runs and is
- * freed when the job's actor reaches a final state (or by `RELEASE` when `run()` failed).
- * `jobEnded` is provided by `src/jobs` (waiters, completions) and runs in the same step that
- * frees the slot, so nothing can observe a settled job still holding capacity.
+ * The root actor of the job system: every owner with live jobs is a child actor of this machine
+ * and every job a child of its owner's (one actor system), and the per-owner concurrency cap
+ * (SPEC J4) is its `canStart` guard, so the rule is visible in the machine. A slot is taken by
+ * `RESERVE` before the producer runs and is freed when the job's actor reaches a final state
+ * (`JOB_ENDED` from the owner's actor) or by `RELEASE` when `run()` failed. `jobEnded` is
+ * provided by `src/jobs` (waiters, completions) and runs in the same step that frees the slot,
+ * so nothing can observe a settled job still holding capacity. Jobs are kept per owner because
+ * XState copies an actor's `children` at every spawn and stop (see machines/job-owner.ts).
  *
  * @example
  * ```ts
@@ -69,33 +76,38 @@ export const jobRegistryMachine = setup({
     input: {} as { readonly limit: number },
     events: {} as JobRegistryEvent,
   },
-  actors: { job: jobMachine },
+  actors: { owner: jobOwnerMachine },
   guards: {
     canStart: ({ context }, params: { readonly ownerKey: string }) =>
       (context.slots[params.ownerKey] ?? 0) < context.limit,
+    hasOwnerActor: ({ context, event }) => (context.live[ownerOf(event)] ?? 0) > 0,
+    isOwnersLastJob: ({ context, event }) => context.live[ownerOf(event)] === 1,
   },
   actions: {
     takeSlot: assign(({ context }, params: { readonly ownerKey: string }) => ({
       slots: { ...context.slots, [params.ownerKey]: (context.slots[params.ownerKey] ?? 0) + 1 },
     })),
-    freeSlot: assign(({ context }, params: { readonly ownerKey: string | undefined }) => {
-      const { ownerKey } = params;
-      if (ownerKey === undefined) return {};
-      const { [ownerKey]: held = 0, ...others } = context.slots;
-      return { slots: held > 1 ? { ...others, [ownerKey]: held - 1 } : others };
+    freeSlot: assign(({ context }, params: { readonly ownerKey: string }) => ({
+      slots: less(context.slots, params.ownerKey),
+    })),
+    countJob: assign(({ context, event }) => {
+      const ownerKey = ownerOf(event);
+      return { live: { ...context.live, [ownerKey]: (context.live[ownerKey] ?? 0) + 1 } };
     }),
-    // A live job ended: its owner's slot is freed and the job forgotten, in one step.
-    forgetJob: assign(({ context }, params: { readonly jobId: string }) => {
-      const ownerKey = ownerOfJob(context, params.jobId);
-      if (ownerKey === undefined) return {};
-      const { [ownerKey]: held = 0, ...otherSlots } = context.slots;
-      const { [ownerKey]: jobs = [], ...otherLive } = context.live;
-      const rest = jobs.filter((id) => id !== params.jobId);
-      return {
-        slots: held > 1 ? { ...otherSlots, [ownerKey]: held - 1 } : otherSlots,
-        live: rest.length > 0 ? { ...otherLive, [ownerKey]: rest } : otherLive,
-      };
+    // A live job ended: its owner's slot is freed and the job uncounted, in one step.
+    uncountJob: assign(({ context, event }) => {
+      const ownerKey = ownerOf(event);
+      return { slots: less(context.slots, ownerKey), live: less(context.live, ownerKey) };
     }),
+    spawnOwner: spawnChild('owner', {
+      id: ({ event }) => ownerActorId(ownerOf(event)),
+      input: ({ event }) => ({ ownerKey: ownerOf(event) }),
+    }),
+    forwardJob: sendTo(
+      ({ event }) => ownerActorId(ownerOf(event)),
+      ({ event }) => ({ type: 'REGISTER' as const, job: registeredJob(event) }),
+    ),
+    stopOwner: stopChild(({ event }) => ownerActorId(ownerOf(event))),
     jobEnded: (_, _params: { readonly jobId: string }) => {},
   },
 }).createMachine({
@@ -116,34 +128,30 @@ export const jobRegistryMachine = setup({
   },
   on: {
     RELEASE: { actions: { type: 'freeSlot', params: ({ event }) => ({ ownerKey: event.ownerKey }) } },
-    REGISTER: {
-      actions: [
-        assign({
-          live: ({ context, event }) => {
-            const { jobId, ownerKey } = event.job;
-            return { ...context.live, [ownerKey]: [...(context.live[ownerKey] ?? []), jobId] };
-          },
-        }),
-        spawnChild('job', {
-          id: ({ event }) => registeredJob(event).jobId,
-          input: ({ event }) => registeredJob(event),
-        }),
-      ],
-    },
-    // A job actor ended (final state, or an error escaping it): free its slot, then report.
-    'xstate.done.actor.*': {
-      actions: [
-        { type: 'forgetJob', params: ({ event }) => ({ jobId: event.actorId }) },
-        stopChild(({ event }) => event.actorId),
-        { type: 'jobEnded', params: ({ event }) => ({ jobId: event.actorId }) },
-      ],
-    },
-    'xstate.error.actor.*': {
-      actions: [
-        { type: 'forgetJob', params: ({ event }) => ({ jobId: event.actorId }) },
-        stopChild(({ event }) => event.actorId),
-        { type: 'jobEnded', params: ({ event }) => ({ jobId: event.actorId }) },
-      ],
-    },
+    REGISTER: [
+      { guard: 'hasOwnerActor', actions: ['countJob', 'forwardJob'] },
+      { actions: ['countJob', 'spawnOwner', 'forwardJob'] },
+    ],
+    // A job of an owner's actor ended: free its slot (and the actor with the owner's last job), then report.
+    JOB_ENDED: [
+      {
+        guard: 'isOwnersLastJob',
+        actions: [
+          'uncountJob',
+          'stopOwner',
+          { type: 'jobEnded', params: ({ event }) => ({ jobId: event.jobId }) },
+        ],
+      },
+      {
+        guard: 'hasOwnerActor',
+        actions: ['uncountJob', { type: 'jobEnded', params: ({ event }) => ({ jobId: event.jobId }) }],
+      },
+    ],
   },
 });
+
+// `counts` with `key` one lower; a key that reaches 0 is dropped.
+function less(counts: Readonly<Record<string, number>>, key: string): Readonly<Record<string, number>> {
+  const { [key]: held = 0, ...others } = counts;
+  return held > 1 ? { ...others, [key]: held - 1 } : others;
+}

@@ -1,5 +1,3 @@
-import type { ActorRefFrom } from 'xstate';
-import type { jobMachine } from '../../machines/job.js';
 import { CompletionHub } from '../completions/completion-hub.js';
 import { TetherError } from '../errors.js';
 import { type FactBody, NO_FACTS, OUTPUT_TAIL_CHARS } from '../observe/fact-types.js';
@@ -24,7 +22,7 @@ import {
   warnJobError,
 } from './job-record.js';
 import { StartsInFlight } from './job-starts.js';
-import { startJobSystem } from './job-system.js';
+import { jobActorOf, startJobSystem } from './job-system.js';
 import { TurnSlices } from './job-turns.js';
 import type { JobHooks, JobInfo, JobService, JobServiceOptions, JobSpec } from './job-types.js';
 import { JobWaiters } from './job-waiters.js';
@@ -181,7 +179,9 @@ export function createJobService(options: JobServiceOptions): JobService {
       type: 'REGISTER',
       job: { jobId: id, ownerKey, kind: spec.kind, label: spec.label, startedAt: now() },
     });
-    record.actor = system.getSnapshot().children[id] as ActorRefFrom<typeof jobMachine>;
+    const actor = jobActorOf(system, ownerKey, id);
+    if (actor === undefined) throw new Error(`jobs: no actor for ${id} after REGISTER (a registry bug)`);
+    record.actor = actor;
     return record;
   };
 

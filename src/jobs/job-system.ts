@@ -1,6 +1,14 @@
-import { type Actor, assign, createActor, fromPromise, type InspectionEvent } from 'xstate';
+import {
+  type Actor,
+  type ActorRefFrom,
+  assign,
+  createActor,
+  fromPromise,
+  type InspectionEvent,
+} from 'xstate';
 import { type JobExit, jobMachine } from '../../machines/job.js';
-import { jobRegistryMachine } from '../../machines/job-registry.js';
+import { jobOwnerMachine } from '../../machines/job-owner.js';
+import { jobRegistryMachine, ownerActorId } from '../../machines/job-registry.js';
 
 /** The effects the job machines name, implemented by the service. */
 export interface JobSystemEffects {
@@ -14,7 +22,7 @@ export interface JobSystemEffects {
   now(): number;
 }
 
-/** The running root actor: the registry, with every job as a child actor. */
+/** The running root actor: the registry, with each owner's actor (and its jobs) as children. */
 export type JobSystem = Actor<typeof jobRegistryMachine>;
 
 /** The actor system's id, as it shows in the inspector. */
@@ -43,11 +51,29 @@ export function startJobSystem(
     },
   });
   const registry = jobRegistryMachine.provide({
-    actors: { job },
+    actors: { owner: jobOwnerMachine.provide({ actors: { job } }) },
     actions: { jobEnded: (_, params) => effects.ended(params.jobId) },
   });
   const options = inspect
     ? { input: { limit }, systemId: JOB_SYSTEM_ID, inspect }
     : { input: { limit }, systemId: JOB_SYSTEM_ID };
   return createActor(registry, options).start();
+}
+
+/**
+ * The actor of a registered job (a child of its owner's actor), or undefined once it ended.
+ *
+ * @example
+ * ```ts
+ * system.send({ type: 'REGISTER', job });
+ * const actor = jobActorOf(system, job.ownerKey, job.jobId)!;
+ * ```
+ */
+export function jobActorOf(
+  system: JobSystem,
+  ownerKey: string,
+  jobId: string,
+): ActorRefFrom<typeof jobMachine> | undefined {
+  const owner = system.getSnapshot().children[ownerActorId(ownerKey)];
+  return owner?.getSnapshot().children[jobId] as ActorRefFrom<typeof jobMachine> | undefined;
 }

@@ -5,6 +5,7 @@ import { agentMachine } from '../../machines/agent.js';
 import { agentRegistryMachine } from '../../machines/agent-registry.js';
 import { completionRouterMachine } from '../../machines/completion-router.js';
 import { jobMachine } from '../../machines/job.js';
+import { jobOwnerMachine } from '../../machines/job-owner.js';
 import { jobRegistryMachine } from '../../machines/job-registry.js';
 import { terminalMachine } from '../../machines/terminal.js';
 
@@ -42,6 +43,7 @@ export interface DrawnMachine {
 export const MACHINES: readonly AnyStateMachine[] = [
   jobMachine,
   jobRegistryMachine,
+  jobOwnerMachine,
   terminalMachine,
   agentMachine,
   agentRegistryMachine,
