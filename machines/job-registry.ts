@@ -150,8 +150,12 @@ export const jobRegistryMachine = setup({
   },
 });
 
-// `counts` with `key` one lower; a key that reaches 0 is dropped.
+// `counts` with `key` one lower; a key that reaches 0 is dropped. A copy and a delete: V8's
+// rest destructuring (`{ [key]: _, ...others }`) is several times slower on a map of 64 owners.
 function less(counts: Readonly<Record<string, number>>, key: string): Readonly<Record<string, number>> {
-  const { [key]: held = 0, ...others } = counts;
-  return held > 1 ? { ...others, [key]: held - 1 } : others;
+  const next = { ...counts };
+  const held = next[key] ?? 0;
+  if (held > 1) next[key] = held - 1;
+  else delete next[key];
+  return next;
 }
