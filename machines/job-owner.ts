@@ -17,10 +17,18 @@ export interface JobEndedEvent {
   readonly jobId: string;
 }
 
-// The job a REGISTER event carries (spawnChild's id mapper sees the machine's whole event union).
-function registeredJob(event: JobOwnerEvent): JobMachineInput {
-  if (event.type !== 'REGISTER') throw new Error(`machines/job-owner: cannot spawn a job on ${event.type}`);
-  return event.job;
+/**
+ * The job a REGISTER event carries (an action's mappers see its machine's whole event union).
+ *
+ * @example
+ * ```ts
+ * spawnChild('job', { id: ({ event }) => registeredJob(event).jobId, input: ({ event }) => registeredJob(event) });
+ * ```
+ */
+export function registeredJob(event: { readonly type: string }): JobMachineInput {
+  if (event.type !== 'REGISTER' || !('job' in event))
+    throw new Error(`machines: cannot register a job on ${event.type}`);
+  return event.job as JobMachineInput;
 }
 
 /**

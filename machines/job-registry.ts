@@ -1,6 +1,6 @@
 import { assign, sendTo, setup, spawnChild, stopChild } from 'xstate';
 import type { JobMachineInput } from './job.js';
-import { type JobEndedEvent, jobOwnerMachine } from './job-owner.js';
+import { type JobEndedEvent, jobOwnerMachine, registeredJob } from './job-owner.js';
 
 /**
  * The registry's facts: the per-owner cap, how many slots each owner holds (reserved for a
@@ -38,14 +38,7 @@ export type JobRegistryEvent =
   /** Sent by an owner's actor when one of its jobs reached a final state. */
   | JobEndedEvent;
 
-// The job a REGISTER event carries (the mappers see the machine's whole event union).
-function registeredJob(event: JobRegistryEvent): JobMachineInput {
-  if (event.type !== 'REGISTER')
-    throw new Error(`machines/job-registry: cannot register a job on ${event.type}`);
-  return event.job;
-}
-
-// The owner a REGISTER or JOB_ENDED event is about.
+// The owner an event is about (CLOSE names none).
 function ownerOf(event: JobRegistryEvent): string {
   if (event.type === 'REGISTER') return event.job.ownerKey;
   if (event.type === 'JOB_ENDED' || event.type === 'RESERVE' || event.type === 'RELEASE')

@@ -112,6 +112,9 @@ describe('rt.observe (the fact stream)', () => {
     expect(actors).toContain(`job:${job.id}`);
     expect(actors).toContain(`job:${job.id}/producer`);
     expect(actors).toContain('tether.jobs');
+    expect([...actors].filter((id) => id.startsWith('tether.jobs/'))).toEqual([
+      expect.stringMatching(/^tether\.jobs\/owner:o\d+$/), // the owner's actor, its job's parent
+    ]);
     for (const id of actors) expect(id).not.toMatch(/^x:\d+$/);
   });
 
