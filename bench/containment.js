@@ -100,7 +100,7 @@ export async function rows(quick) {
       `${fmt(p1.tether / p1.raw)}× raw`,
       '≤ 1.15× raw',
       mode === 'cgroup'
-        ? 'children from the spawner (vfork clone, cgroup entry before exec), mkdir + rmdir of the tree cgroup'
+        ? 'children from the spawner (vfork clone3 into the tree cgroup on x86-64), mkdir + rmdir of the tree cgroup'
         : 'children from the spawner, env marker sweep',
     ]);
   }

@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../src/index.js';
 import { probeCgroup } from '../../src/subprocess/containment/cgroup-fs.js';
@@ -6,6 +7,9 @@ import { createLocalProvider } from '../../src/subprocess/local-provider.js';
 import { spawnerBinary, startSpawner } from '../../src/subprocess/spawner/spawner.js';
 import { ownSpawners } from '../support/proc-oracle.js';
 
+const strace = ['/usr/bin/strace', '/bin/strace'].find((p) => existsSync(p));
+const tracerOf = (pid: number) =>
+  Number(/^TracerPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 const stateDir = () => `${process.env.TMPDIR ?? '/tmp'}/tether-state-test-${process.pid}`;
 const runtimes: Runtime[] = [];
 afterEach(async () => {
@@ -31,6 +35,39 @@ describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
       const pid = /^pid=(\d+)$/m.exec(result.output)?.[1];
       expect(result.output).toContain(`sid=${pid}`); // a session leader (S4: its own group and session)
       if (containment === 'cgroup') expect(result.output).toMatch(/^0::\/.*tether-[\w-]+\/t\d+$/m);
+    },
+  );
+
+  // x86-64 only: elsewhere the spawner clones and writes cgroup.procs (see tether-spawner.c).
+  it.runIf(strace !== undefined && process.arch === 'x64')(
+    "P1, K1: a child is cloned straight into its tree's cgroup (clone3 CLONE_INTO_CGROUP): the spawner writes no cgroup.procs",
+    async () => {
+      if (!probeCgroup().ok) return;
+      const rt = await createRuntime({ stateDir: stateDir(), containment: 'cgroup' });
+      runtimes.push(rt);
+      const [spawner] = ownSpawners();
+      const out = `${process.env.TMPDIR ?? '/tmp'}/tether-strace-${process.pid}.txt`;
+      const tracer = spawn(
+        strace!,
+        ['-f', '-qq', '-e', 'trace=clone,clone3,openat', '-o', out, '-p', String(spawner)],
+        {
+          stdio: 'ignore',
+        },
+      );
+      try {
+        for (let i = 0; i < 500 && tracerOf(spawner!) !== tracer.pid; i++)
+          await new Promise((r) => setTimeout(r, 10));
+        expect(tracerOf(spawner!)).toBe(tracer.pid);
+        const result = await rt.shell.run({ command: 'grep ^0:: /proc/$$/cgroup' });
+        expect(result.output).toMatch(/^0::\/.*tether-[\w-]+\/t\d+$/m); // inside, from its first instruction
+      } finally {
+        tracer.kill('SIGINT');
+        await new Promise((resolve) => tracer.once('exit', resolve));
+      }
+      const trace = readFileSync(out, 'utf8');
+      rmSync(out, { force: true });
+      expect(trace).toMatch(/clone3\(\{flags=[^}]*CLONE_INTO_CGROUP[^}]*cgroup=\d+\}/);
+      expect(trace).not.toContain('cgroup.procs');
     },
   );
 

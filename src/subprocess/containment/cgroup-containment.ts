@@ -22,10 +22,10 @@ export interface CgroupContainmentOptions {
 
 /**
  * Cgroup containment (K1, K2): one cgroup per runtime (`dir`), one per tree below it
- * (`t<n>`). Every leader writes itself into its tree's cgroup before it execs the caller's
- * program — written in by the spawner between clone and exec when it starts it, else a
- * `bash -c` through `BASH_ENV` and anything else through a `sh` wrapper — so not even its
- * first fork is outside. Kill is `cgroup.kill`, dead is `populated 0`.
+ * (`t<n>`). Every leader is in its tree's cgroup before it execs the caller's program —
+ * cloned into it by the spawner (clone3, x86-64) or written in between clone and exec when
+ * the spawner starts it, else a `bash -c` through `BASH_ENV` and anything else through a `sh`
+ * wrapper — so not even its first fork is outside. Kill is `cgroup.kill`, dead is `populated 0`.
  *
  * @example
  * ```ts
