@@ -34,9 +34,9 @@ const DEFAULT_READ_CHARS = 32_000;
 // Starts prepared per turn of the event loop in a burst (P5): ~0.1 ms each here, so a slice
 // holds the loop for a few ms whatever the burst's size.
 const STARTS_PER_TURN = 16;
-// Job ends and drain cancels per turn (P5): each end stops its actor, O(live jobs) in XState,
-// and each cancel kills a process tree; 512 jobs ending or cancelled together in one turn
-// held the loop for 200+ ms.
+// Job ends and drain cancels per turn (P5): each end stops its actor and reports it (waiters,
+// completions, facts), each cancel kills a process tree; 512 jobs ending or cancelled together
+// in one turn held the loop for 200+ ms.
 const SETTLES_PER_TURN = 16;
 
 /**
@@ -193,7 +193,7 @@ export function createJobService(options: JobServiceOptions): JobService {
       if (live.length === 0) return;
       for (const record of live) {
         await settleTurns.next();
-        record.actor!.send({ type: 'CANCEL' });
+        if (!isTerminal(record)) record.actor!.send({ type: 'CANCEL' }); // it may have ended meanwhile
       }
       await Promise.all(live.map((r) => r.settled));
     }

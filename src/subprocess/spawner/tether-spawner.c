@@ -196,11 +196,12 @@ static int child(void *arg) {
 
 /*
  * clone3 with CLONE_INTO_CGROUP (Linux 5.7+): the child is born in its tree's cgroup, so it
- * never writes cgroup.procs. That write is a migration, which takes cgroup_threadgroup_rwsem
- * for writing and, once forks have used the lock's read side since the last writer, waits for
- * an RCU grace period: measured here at 10-12 ms per spawn when spawns are spaced out (P1 with
- * a raw spawn and an execa call between two runs: 15-17 ms against 5 ms back to back), and
- * 0.7-1 ms on an earlier machine. A fork into a cgroup only takes the read side.
+ * never writes cgroup.procs. That write cost 10-12 ms per spawn here when spawns were spaced
+ * out (P1 with a raw spawn and an execa call between two runs: 15-17 ms against 5 ms back to
+ * back, all of it in the spawn; 0.7-1 ms on an earlier machine). By the kernel's source, not
+ * traced: the write is a migration, which takes cgroup_threadgroup_rwsem for writing, and that
+ * per-CPU rwsem's writer waits for an RCU grace period unless another writer came within one;
+ * a fork into a cgroup takes only the read side.
  *
  * glibc has no public clone3 wrapper, and with CLONE_VM the child starts on its new stack
  * inside the system call, where C cannot continue: a few instructions of assembly call
