@@ -11,10 +11,10 @@ import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf
 export async function measureFlood(run, bytes) {
   const delay = monitorEventLoopDelay({ resolution: 1 });
   let majorGcs = 0;
-  const gcs = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries())
-      if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs++;
-  });
+  const count = (entries) => {
+    for (const entry of entries) if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs++;
+  };
+  const gcs = new PerformanceObserver((list) => count(list.getEntries()));
   gcs.observe({ entryTypes: ['gc'] });
   const rss0 = process.memoryUsage().rss;
   let peak = rss0;
@@ -30,8 +30,7 @@ export async function measureFlood(run, bytes) {
     const cpu = process.cpuUsage(cpu0);
     // GC entries are delivered asynchronously: let the last ones of this run arrive.
     await new Promise((resolve) => setImmediate(resolve));
-    for (const entry of gcs.takeRecords())
-      if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs++;
+    count(gcs.takeRecords());
     return {
       majorGcs,
       cpuMs: (cpu.user + cpu.system) / 1000,

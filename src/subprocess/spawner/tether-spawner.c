@@ -386,9 +386,6 @@ static void start(char **field, int count) {
       goto fifo_failed;
     }
   }
-  char procs[600];
-  snprintf(procs, sizeof procs, "%s/cgroup.procs", cgroup);
-  l.cgroup_procs = cgroup[0] != '\0' ? procs : NULL;
   /* No handler of ours may run in the child while it shares our memory. */
   sigset_t all, old;
   sigfillset(&all);
@@ -404,15 +401,17 @@ static void start(char **field, int count) {
     fail(id, err, "setns");
     return;
   }
-  pid_t pid = -1;
+  /* Born inside the cgroup (l.cgroup_procs stays NULL: nothing to write), else the child writes
+   * itself into cgroup.procs between clone and exec. */
   int cgroup_fd = cgroup[0] != '\0' ? open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  if (cgroup_fd >= 0) {
-    l.cgroup_procs = NULL; /* born inside: nothing to write */
-    pid = clone_into_cgroup(child, &l, stack, CHILD_STACK, cgroup_fd);
-    if (pid < 0) l.cgroup_procs = procs;
-    close(cgroup_fd);
+  pid_t pid = cgroup_fd >= 0 ? clone_into_cgroup(child, &l, stack, CHILD_STACK, cgroup_fd) : -1;
+  if (cgroup_fd >= 0) close(cgroup_fd);
+  char procs[600];
+  if (pid < 0) {
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", cgroup);
+    l.cgroup_procs = cgroup[0] != '\0' ? procs : NULL;
+    pid = clone(child, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &l);
   }
-  if (pid < 0) pid = clone(child, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &l);
   int clone_errno = errno;
   if (pid_ns >= 0 && setns(own_pid_ns, CLONE_NEWPID) < 0) _exit(1); /* cannot serve the host any more */
   sigprocmask(SIG_SETMASK, &old, NULL);
