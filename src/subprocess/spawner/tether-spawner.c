@@ -197,8 +197,9 @@ static int child(void *arg) {
 /*
  * clone3 with CLONE_INTO_CGROUP (Linux 5.7+): the child is born in its tree's cgroup, so it
  * never writes cgroup.procs. That write cost 10-12 ms per spawn here when spawns were spaced
- * out (P1 with a raw spawn and an execa call between two runs: 15-17 ms against 5 ms back to
- * back, all of it in the spawn; 0.7-1 ms on an earlier machine). By the kernel's source, not
+ * out, in runs at load 0.2-1.2 (P1 with a raw spawn and an execa call between two runs: 15-17
+ * ms against 5 ms back to back, all of it in the spawn), not at idle (where clone3 still gained
+ * 5-15%); 0.7-1 ms on an earlier machine. By the kernel's source, not
  * traced: the write is a migration, which takes cgroup_threadgroup_rwsem for writing, and that
  * per-CPU rwsem's writer waits for an RCU grace period unless another writer came within one;
  * a fork into a cgroup takes only the read side.
