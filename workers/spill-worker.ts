@@ -8,17 +8,19 @@
  * process (verified under `prlimit --fsize`, see test/output/spill.test.ts).
  */
 import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { move, transferableSymbol, valueSymbol } from 'piscina';
 
 /** One unit of work for the spill thread. Paths are absolute. */
 export type SpillTask =
   /** mkdir -p `dir`, then create `temp` exclusively (mode 0600: output may be private). */
   | { readonly op: 'create'; readonly dir: string; readonly temp: string }
-  /** Write `data[0, length)` at `position` (positional: batch order does not matter). */
+  /**
+   * Write `data[0, length)` at `position` (positional: batch order does not matter). `data` is
+   * the caller's shared batch: it is not touched again until this task has answered.
+   */
   | {
       readonly op: 'write';
       readonly temp: string;
-      readonly data: ArrayBuffer;
+      readonly data: SharedArrayBuffer;
       readonly length: number;
       readonly position: number;
     }
@@ -37,13 +39,8 @@ export type SpillTask =
   /** Remove `temp` if it exists. */
   | { readonly op: 'remove'; readonly temp: string };
 
-/**
- * What a task did: `error` is the errno text, e.g. `EFBIG: file too large, write`. A write
- * hands its buffer back in `data` (transferred) so the main thread can reuse it.
- */
-export type SpillTaskResult =
-  | { readonly ok: true; readonly data?: ArrayBuffer }
-  | { readonly ok: false; readonly error: string };
+/** What a task did: `error` is the errno text, e.g. `EFBIG: file too large, write`. */
+export type SpillTaskResult = { readonly ok: true } | { readonly ok: false; readonly error: string };
 
 /**
  * The piscina task function.
@@ -51,7 +48,7 @@ export type SpillTaskResult =
  * @example
  * ```ts
  * const pool = new Piscina({ filename: workerUrl('spill-worker').href });
- * const result: SpillTaskResult = await pool.run({ op: 'write', temp, data, length, position }, { transferList: [data] });
+ * const result: SpillTaskResult = await pool.run({ op: 'write', temp, data, length, position });
  * ```
  */
 export default function runSpillTask(task: SpillTask): SpillTaskResult {
@@ -61,7 +58,7 @@ export default function runSpillTask(task: SpillTask): SpillTaskResult {
         return create(task.dir, task.temp);
       case 'write':
         write(task.temp, new Uint8Array(task.data, 0, task.length), task.position);
-        return handBack(task.data);
+        return { ok: true };
       case 'commit':
         return commit(task);
       case 'remove':
@@ -102,12 +99,6 @@ function write(temp: string, bytes: Uint8Array, position: number): void {
   } finally {
     closeSync(fd);
   }
-}
-
-// Transfers the written buffer back; piscina unwraps the movable, so the caller sees the value.
-function handBack(data: ArrayBuffer): SpillTaskResult {
-  const result: SpillTaskResult = { ok: true, data };
-  return move({ [transferableSymbol]: data, [valueSymbol]: result }) as unknown as SpillTaskResult;
 }
 
 function commit({ dir, temp, final, durable }: Extract<SpillTask, { op: 'commit' }>): SpillTaskResult {

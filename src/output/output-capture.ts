@@ -17,10 +17,15 @@ export interface CapturedOutput {
  * raw bytes through the spill worker once they no longer fit the cap. A source is paused while
  * the spill worker is behind, so a flood never piles up in memory.
  *
+ * The bytes come either from the streams' 'data' events or, where the provider reads the pipes
+ * into one reused buffer, from {@link OutputCapture.feed} (the spawn's `onOutput`): then no read
+ * allocates, and a flood leaves the host's heap alone (P2).
+ *
  * @example
  * ```ts
  * const capture = new OutputCapture(30_000, spillPool);
- * capture.attach(child.stdout); capture.attach(child.stderr);
+ * const child = await provider.spawn({ ...spec, onOutput: capture.feed });
+ * capture.attach(child.stdout, child.outputFed); capture.attach(child.stderr, child.outputFed);
  * await capture.closed;
  * const { output, truncated, spillPath } = await capture.finish();
  * ```
@@ -48,11 +53,18 @@ export class OutputCapture {
     this.#spillPool = spillPool;
   }
 
-  attach(source: Readable | null): void {
+  /** Takes one read's bytes (a view that may be reused after the call: what is kept is copied). */
+  readonly feed = (bytes: Uint8Array): void => this.#onData(bytes, true);
+
+  /**
+   * Watches `source` until it closes (and pauses it while the spill is behind); with `fed`
+   * false its bytes are read from its 'data' events, else they arrive through {@link feed}.
+   */
+  attach(source: Readable | null, fed = false): void {
     if (!source) return;
     this.#sources.push(source);
     this.#open++;
-    source.on('data', (chunk: Buffer) => this.#onData(chunk));
+    if (!fed) source.on('data', (chunk: Buffer) => this.#onData(chunk, false));
     source.once('close', () => {
       if (--this.#open === 0) this.#resolveClosed();
     });
@@ -100,19 +112,19 @@ export class OutputCapture {
     await this.#spill?.abort();
   }
 
-  #onData(chunk: Buffer): void {
+  // `reused`: the chunk's memory is the reader's, so what outlives this call is a copy.
+  #onData(chunk: Uint8Array, reused: boolean): void {
     this.#tail.push(chunk);
+    if (!this.#spillPool) return; // the tail is all there is
     if (!this.#spill) {
-      // Output that fits the cap needs no file; keep the raw bytes until we know.
-      this.#early.push(chunk);
-      if (this.#tail.totalBytes <= this.#capChars || !this.#spillPool) {
-        if (!this.#spillPool) this.#early = [];
+      if (this.#tail.totalBytes <= this.#capChars) {
+        // Output that fits the cap needs no file; keep the raw bytes until we know.
+        this.#early.push(reused ? new Uint8Array(chunk) : chunk);
         return;
       }
       this.#spill = this.#spillPool.open();
       for (const early of this.#early) this.#write(early);
       this.#early = [];
-      return;
     }
     this.#write(chunk);
   }

@@ -44,11 +44,11 @@ export interface SpillContext {
   /** fsync the file and its directory before the rename is published (`spill: { durable: true }`). */
   readonly durable: boolean;
   /** Runs one task on the pool; never rejects (a task that could not run is `{ ok: false }`). */
-  readonly run: (task: SpillTask, transferList?: ArrayBuffer[]) => Promise<SpillTaskResult>;
+  readonly run: (task: SpillTask) => Promise<SpillTaskResult>;
   /** A batch buffer of `batchBytes` (recycled; its old contents are overwritten). */
-  readonly takeBuffer: () => ArrayBuffer;
-  /** A buffer the worker handed back after writing it. */
-  readonly recycleBuffer: (buffer: ArrayBuffer) => void;
+  readonly takeBuffer: () => SharedArrayBuffer;
+  /** A batch buffer no task uses any more. */
+  readonly recycleBuffer: (buffer: SharedArrayBuffer) => void;
   /** Called once, when the writer's outcome is settled. */
   readonly onSettled: (writer: SpillFileWriter) => void;
 }
@@ -70,7 +70,7 @@ export class SpillFileWriter implements SpillWriter {
   readonly #final: string;
   readonly #ready: Promise<SpillTaskResult>;
   readonly #pending = new Set<Promise<void>>();
-  #batch: Uint8Array<ArrayBuffer> | null = null;
+  #batch: Uint8Array<SharedArrayBuffer> | null = null;
   #batchUsed = 0;
   #position = 0;
   #inFlight = 0;
@@ -156,7 +156,10 @@ export class SpillFileWriter implements SpillWriter {
     return this.#closing;
   }
 
-  // Sends the current batch; its ArrayBuffer moves to the worker (no copy, no per-chunk message).
+  // Sends the current batch: the worker reads it where it is (shared memory, no copy, no
+  // per-chunk message), and it is reused once the write is done. Shared rather than transferred:
+  // a transferred buffer comes back as a new ArrayBuffer each time, and that churn alone makes
+  // V8 collect (P2, BENCHMARKS.md).
   #flush(): void {
     const batch = this.#batch;
     const length = this.#batchUsed;
@@ -170,11 +173,11 @@ export class SpillFileWriter implements SpillWriter {
       .then((created) => {
         // After a failure or an abort the bytes are not worth writing.
         if (!created.ok || this.#error !== null) return created;
-        return this.#ctx.run({ op: 'write', temp: this.#temp, data, length, position }, [data]);
+        return this.#ctx.run({ op: 'write', temp: this.#temp, data, length, position });
       })
       .then((written) => {
         if (!written.ok) this.#fail(written.error);
-        else if (written.data) this.#ctx.recycleBuffer(written.data);
+        this.#ctx.recycleBuffer(data);
         this.#inFlight -= length;
         if (!this.#mustWait()) this.#releaseDrain();
       });

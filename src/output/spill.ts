@@ -37,8 +37,8 @@ export interface SpillPoolOptions {
 }
 
 /**
- * Starts a spill pool (C2). No thread starts until the first spill; batch buffers travel to the
- * worker and back (transferred, never copied) and are reused while any spill is open.
+ * Starts a spill pool (C2). No thread starts until the first spill; batch buffers are shared
+ * memory the worker writes from (never copied), reused while any spill is open.
  *
  * @example
  * ```ts
@@ -73,7 +73,7 @@ export function createSpillPool(opts: SpillPoolOptions): SpillPool {
   });
   const writers = new Set<SpillFileWriter>();
   // Spare batch buffers: at most what one writer can have in flight, dropped when no spill is open.
-  const spares: ArrayBuffer[] = [];
+  const spares: SharedArrayBuffer[] = [];
   const maxSpares = Math.ceil(Math.max(maxInFlightBytes, batchBytes) / batchBytes);
   let destroying: Promise<void> | null = null;
 
@@ -83,12 +83,12 @@ export function createSpillPool(opts: SpillPoolOptions): SpillPool {
     maxInFlightBytes: Math.max(maxInFlightBytes, batchBytes),
     durable,
     // A task that could not run (pool torn down, thread crashed) is a failed task, not a rejection.
-    run: (task, transferList) =>
-      piscina.run(task, transferList ? { transferList } : {}).catch((err: unknown) => ({
+    run: (task) =>
+      piscina.run(task).catch((err: unknown) => ({
         ok: false as const,
         error: `spill worker failed: ${err instanceof Error ? err.message : String(err)}`,
       })),
-    takeBuffer: () => spares.pop() ?? new ArrayBuffer(batchBytes),
+    takeBuffer: () => spares.pop() ?? new SharedArrayBuffer(batchBytes),
     recycleBuffer: (buffer) => {
       if (buffer.byteLength === batchBytes && spares.length < maxSpares && writers.size > 0)
         spares.push(buffer);

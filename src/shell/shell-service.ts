@@ -156,19 +156,20 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
   const { defaults } = deps;
   const out = req.stdio ?? 'pipe';
   const provider = deps.provider(req.owner, req);
+  // With 'inherit' the child writes to our fds itself: nothing to capture, nothing to drain.
+  const { spills } = deps;
+  const adopt = spills ? (path: string) => spills.adopt(path, { keep: req.keepSpill === true }) : undefined;
+  const capture = out === 'pipe' ? new OutputCapture(defaults.outputCapChars, deps.spillPool, adopt) : null;
   const child = await provider.spawn({
     argv: [req.shell ?? defaults.shell, '-c', req.command],
     cwd: resolveCwd(defaults.cwd, req.cwd),
     stdio: { stdin: 'ignore', stdout: out, stderr: out },
     cleanupGraceMs: defaults.cleanupGraceMs,
     env: { ...NON_INTERACTIVE_ENV, ...req.env },
+    ...(capture ? { onOutput: capture.feed } : {}),
   });
-  // With 'inherit' the child writes to our fds itself: nothing to capture, nothing to drain.
-  const { spills } = deps;
-  const adopt = spills ? (path: string) => spills.adopt(path, { keep: req.keepSpill === true }) : undefined;
-  const capture = out === 'pipe' ? new OutputCapture(defaults.outputCapChars, deps.spillPool, adopt) : null;
-  capture?.attach(child.stdout);
-  capture?.attach(child.stderr);
+  capture?.attach(child.stdout, child.outputFed === true);
+  capture?.attach(child.stderr, child.outputFed === true);
 
   // One owner for the deadline and the cancellation: aborted as soon as the leader exits.
   const stop = new AbortController();

@@ -160,6 +160,7 @@ async function spawnThrough(
       stdio: spec.stdio,
       cgroup: tree.cgroup,
       join,
+      ...(spec.onOutput ? { onOutput: spec.onOutput } : {}),
     });
     return trackChild(child, tree, spec);
   } catch (err) {
@@ -226,6 +227,7 @@ function nodeChild(child: ChildProcess): SpawnedChild {
     stdin: child.stdin,
     stdout: child.stdout,
     stderr: child.stderr,
+    outputFed: false,
     exited: new Promise<SubprocessExit>((resolve) => {
       child.once('exit', (exitCode, signal) => resolve({ exitCode, signal }));
     }),
@@ -322,5 +324,6 @@ function trackChild(child: SpawnedChild, tree: TreeBoundary, spec: SubprocessSpa
     void exited.then(() => signal.removeEventListener('abort', onAbort));
   }
 
-  return { identity, treeId, stdin: child.stdin, stdout: child.stdout, stderr: child.stderr, exited, kill };
+  const { stdin, stdout, stderr, outputFed } = child;
+  return { identity, treeId, stdin, stdout, stderr, outputFed, exited, kill };
 }

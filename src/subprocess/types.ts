@@ -34,7 +34,19 @@ export interface SubprocessSpawnSpec {
   readonly signal?: AbortSignal;
   /** Applied over the sanitized host env: a string sets, `undefined` deletes (S3). */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Where the bytes of the piped stdout and stderr may go instead of the streams' 'data' events,
+   * in arrival order: each read is a view of one reused buffer, valid only during the call (copy
+   * what you keep). A provider that honours it says so with `outputFed` on the handle; one that
+   * does not (a caller's own provider) leaves it to the streams, which is always correct.
+   * Why: a stream allocates a fresh buffer for every read, and at pipe speed that churn drives
+   * the host's garbage collector into back-to-back full collections (P2, BENCHMARKS.md).
+   */
+  readonly onOutput?: OutputFeed;
 }
+
+/** Receives a child's output bytes as they are read; `bytes` is reused after the call returns. */
+export type OutputFeed = (bytes: Uint8Array) => void;
 
 /**
  * The namespaces of a running process (an owner's enclave, A3/K5) that a child joins before it
@@ -89,6 +101,11 @@ export interface SubprocessHandle {
   readonly stdin: Writable | null;
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;
+  /**
+   * True when the pipes' bytes went to the spec's `onOutput` (the streams then carry no 'data',
+   * only their 'close'; pause(), resume() and destroy() still act on the read).
+   */
+  readonly outputFed?: boolean;
   /** Resolves when the leader has exited (never rejects). */
   readonly exited: Promise<SubprocessExit>;
   /**

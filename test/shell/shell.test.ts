@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime, TetherError } from '../../src/index.js';
+import { createLocalProvider } from '../../src/subprocess/local-provider.js';
+import type { SubprocessProvider } from '../../src/subprocess/types.js';
 
 let rt: Runtime;
 let spillDir: string;
@@ -170,6 +172,36 @@ describe('rt.shell.run', () => {
     const kept = result.output.slice(result.output.indexOf('\n') + 1);
     expect(omitted + Buffer.byteLength(kept)).toBe(expected.length);
     expect(readdirSync(spillDir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('C2, S2: a provider of the caller’s that does not feed onOutput still has every byte captured', async () => {
+    const local = createLocalProvider();
+    let asked = 0;
+    // Knows nothing of onOutput: drops it, so its streams carry the bytes as 'data'.
+    const plain: SubprocessProvider = {
+      name: 'plain',
+      spawn: ({ onOutput, ...spec }) => {
+        if (onOutput) asked++;
+        return local.spawn(spec);
+      },
+      spawnTerminal: (spec) => local.spawnTerminal(spec),
+    };
+    const own = await createRuntime({ spillDir, provider: plain });
+    try {
+      const result = await own.shell.run({ command: 'echo err >&2; seq 1 200000' });
+      expect(asked).toBe(1);
+      expect(result.truncated).toBe(true);
+      expect(result.output.endsWith('199999\n200000\n')).toBe(true);
+      // The two pipes have no order between them: stdout's bytes whole, stderr's line once.
+      const spilled = readFileSync(result.spillPath!, 'utf8');
+      expect(spilled.replace('err\n', '')).toBe(
+        `${Array.from({ length: 200_000 }, (_, i) => i + 1).join('\n')}\n`,
+      );
+      expect(spilled.split('err\n')).toHaveLength(2);
+    } finally {
+      await own.dispose();
+      await local.dispose();
+    }
   });
 
   it('C2: a 100 MB single line costs bounded memory and is spilled whole', async () => {

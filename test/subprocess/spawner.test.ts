@@ -97,6 +97,48 @@ describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
     expect(readFileSync(result.spillPath!, 'utf8')).toBe(`${'a'.repeat(150_000)}\ndone\n`);
   });
 
+  it('P2, C2: with onOutput, both pipes are read into one reused buffer: every byte in order, no data events, pause() stops the reads', async () => {
+    const spawner = startSpawner()!;
+    const provider = createLocalProvider({ spawner });
+    try {
+      const fed: Buffer[] = [];
+      const buffers = new Set<ArrayBufferLike>();
+      const onOutput = (bytes: Uint8Array) => {
+        buffers.add(bytes.buffer);
+        fed.push(Buffer.from(bytes)); // the view is only valid now: keep a copy
+      };
+      const expected = `${Array.from({ length: 1_000_000 }, (_, i) => i + 1).join('\n')}\ntail\n`;
+      // 8 MiB of numbered lines on stdout, then a line on stderr: far more than one pipe holds.
+      const child = await provider.spawn({
+        argv: ['bash', '-c', 'seq 1 1000000; echo tail >&2'],
+        cwd: '/',
+        cleanupGraceMs: 500,
+        stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+        onOutput,
+      });
+      expect(child.outputFed).toBe(true);
+      let dataEvents = 0;
+      for (const stream of [child.stdout!, child.stderr!]) stream.on('data', () => dataEvents++);
+      // Paused, the child blocks on a full pipe: no read reaches onOutput until resumed.
+      child.stdout!.pause();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const whilePaused = fed.length;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(fed.length).toBe(whilePaused);
+      expect(Buffer.concat(fed).length).toBeLessThan(expected.length);
+      child.stdout!.resume();
+      await Promise.all([child.stdout!, child.stderr!].map((s) => new Promise((r) => s.once('close', r))));
+      expect(await child.exited).toEqual({ exitCode: 0, signal: null });
+      expect(Buffer.concat(fed).toString('utf8')).toBe(expected);
+      expect(dataEvents).toBe(0);
+      expect(fed.length).toBeGreaterThan(100);
+      expect(buffers.size).toBe(1); // every read landed in the same buffer
+    } finally {
+      await provider.dispose();
+      await spawner.dispose();
+    }
+  });
+
   it('S1: a burst of spawns goes to the spawner a few at a time; one aborted while it waits its turn starts nothing', async () => {
     const spawner = startSpawner()!;
     const provider = createLocalProvider({ spawner });

@@ -5,7 +5,7 @@ import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { TetherError } from '../../errors.js';
-import type { NamespaceJoin, StdioDisposition, SubprocessExit } from '../types.js';
+import type { NamespaceJoin, OutputFeed, StdioDisposition, SubprocessExit } from '../types.js';
 
 /** One child to start: what the local provider would have passed to `child_process.spawn`. */
 export interface SpawnerRequest {
@@ -21,6 +21,8 @@ export interface SpawnerRequest {
   readonly cgroup: string | null;
   /** An enclave to join between clone and exec (after stdio and cgroup), or none. */
   readonly join?: NamespaceJoin | null;
+  /** Reads stdout and stderr into one reused buffer and hands each read here (no 'data' events). */
+  readonly onOutput?: OutputFeed;
 }
 
 /** A started child: its leader (pid and /proc start time), its pipes, and its exit. */
@@ -30,6 +32,8 @@ export interface SpawnedChild {
   readonly stdin: Writable | null;
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;
+  /** True when stdout and stderr are read into the request's `onOutput`. */
+  readonly outputFed: boolean;
   readonly exited: Promise<SubprocessExit>;
 }
 
@@ -63,6 +67,15 @@ const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n])
 const ERRNO_NAMES = new Map(Object.entries(osConstants.errno).map(([name, n]) => [n, name]));
 const MODE: Record<StdioDisposition, string> = { ignore: 'i', inherit: 'h', pipe: 'p' };
 const LINES_PER_TURN = 8;
+
+// Every fed pipe of every spawner is read into this one buffer: a read's callback runs to its end
+// before the loop reads anything else, and the feed copies what it keeps (see OutputFeed).
+// 64 KiB is what a pipe read delivers at once.
+let feedBuffer: Buffer | null = null;
+const sharedFeedBuffer = (): Buffer => {
+  feedBuffer ??= Buffer.allocUnsafe(65_536);
+  return feedBuffer;
+};
 
 /**
  * Where the compiled spawner is (`build/tether-spawner`, made by the install script), or null
@@ -137,11 +150,23 @@ export function startSpawner(binary = spawnerBinary()): Spawner | null {
     const open = (fd: number, disposition: StdioDisposition) => {
       if (disposition !== 'pipe') return null;
       const flags = (fd === 0 ? fsConstants.O_WRONLY : fsConstants.O_RDONLY) | fsConstants.O_NONBLOCK;
-      const socket = new net.Socket({
+      const feed = fd === 0 ? undefined : start.request.onOutput;
+      // `onread` is a constructor option since Node 12 (@types/node 20 lists it only for connect).
+      const options: net.SocketConstructorOpts & net.ConnectOpts = {
         fd: openSync(fifo(id, fd), flags),
         readable: fd !== 0,
         writable: fd === 0,
-      });
+      };
+      if (feed) {
+        options.onread = {
+          buffer: sharedFeedBuffer(),
+          callback: (n, buf) => {
+            feed(buf.subarray(0, n));
+            return true;
+          },
+        };
+      }
+      const socket = new net.Socket(options);
       opened.push(socket);
       return socket;
     };
@@ -152,6 +177,7 @@ export function startSpawner(binary = spawnerBinary()): Spawner | null {
         stdin: open(0, stdio.stdin),
         stdout: open(1, stdio.stdout),
         stderr: open(2, stdio.stderr),
+        outputFed: start.request.onOutput !== undefined,
         exited,
       };
       start.resolve(child);
