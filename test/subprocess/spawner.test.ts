@@ -97,7 +97,7 @@ describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
     expect(readFileSync(result.spillPath!, 'utf8')).toBe(`${'a'.repeat(150_000)}\ndone\n`);
   });
 
-  it('P2, C2: with onOutput, both pipes are read into one reused buffer: every byte in order, no data events, pause() stops the reads', async () => {
+  it('C2: with onOutput, both pipes are read into one reused buffer (P2): every byte in order, no data events, pause() stops the reads', async () => {
     const spawner = startSpawner()!;
     const provider = createLocalProvider({ spawner });
     try {
