@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
@@ -50,13 +51,30 @@ export async function measureFlood(run, bytes) {
 /**
  * Runs every variant `runs` times, interleaved (raw, tether, raw, tether, …) so that drift on
  * the machine hits all of them alike; returns each variant's list of {@link measureFlood}s.
+ * `settle`, when given, runs (untimed) before every measured run, so that each starts from the
+ * same state of the machine rather than inside the previous run's aftermath.
  */
-export async function interleaved(runs, bytes, variants) {
+export async function interleaved(runs, bytes, variants, settle = async () => {}) {
   const all = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
   for (let i = 0; i < runs; i++) {
-    for (const [name, run] of Object.entries(variants)) all[name].push(await measureFlood(run, bytes));
+    for (const [name, run] of Object.entries(variants)) {
+      await settle();
+      all[name].push(await measureFlood(run, bytes));
+    }
   }
   return all;
+}
+
+/**
+ * Waits until the disk has taken every dirty page (`sync`) and then a moment more: a flood to a
+ * file leaves writeback (and, on a filesystem mounted with `discard`, the trim of the removed
+ * file) running into the next run, which slows whichever side happens to come next.
+ */
+export async function settleDisk(pauseMs = 200) {
+  await new Promise((resolve, reject) => {
+    execFile('sync', (err) => (err ? reject(err) : resolve()));
+  });
+  await new Promise((resolve) => setTimeout(resolve, pauseMs));
 }
 
 export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

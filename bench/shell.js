@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { createRuntime } from '../dist/src/index.js';
-import { checkLoad, interleaved, median, ratioSpread, spread } from './measure.js';
+import { checkLoad, interleaved, median, ratioSpread, settleDisk, spread } from './measure.js';
 
 // The same shell, no runtime: spawn, wait for exit and stdio close.
 function rawRun(command) {
@@ -73,14 +73,19 @@ export async function benchFlood(rt, rtNoSpill, rtDurable, bytes, scratch, runs)
     if (result.spillPath) await rm(result.spillPath, { force: true });
     return result;
   };
-  return interleaved(runs, bytes, {
-    rawToFile: () => rawRunToFile(command, rawFile),
-    tether: spilling(rt),
-    rawToFileSync: () => rawRunToFile(command, rawFile, true),
-    tetherDurable: spilling(rtDurable),
-    raw: () => rawRun(command),
-    tetherNoSpill: () => rtNoSpill.shell.run({ command }),
-  });
+  return interleaved(
+    runs,
+    bytes,
+    {
+      rawToFile: () => rawRunToFile(command, rawFile),
+      tether: spilling(rt),
+      rawToFileSync: () => rawRunToFile(command, rawFile, true),
+      tetherDurable: spilling(rtDurable),
+      raw: () => rawRun(command),
+      tetherNoSpill: () => rtNoSpill.shell.run({ command }),
+    },
+    settleDisk,
+  );
 }
 
 export async function runShellBenchmarks({
