@@ -5,7 +5,7 @@ import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf
 /**
  * Runs `run` once and measures it the way every flood benchmark here does: MB/s of `bytes`,
  * peak RSS growth (sampled every 20 ms), the main event loop's p99 and max delay, and the CPU
- * time this process spent (every thread, user + system): on a loaded machine wall time swings
+ * time this process spent (every thread, user + system; `systemMs` the kernel's part): on a loaded machine wall time swings
  * with the scheduler, CPU time per byte much less. `majorGcs` counts this thread's mark-compacts
  * during the run (V8's full collections, whose concurrent marking also takes CPU from the flood).
  */
@@ -35,6 +35,7 @@ export async function measureFlood(run, bytes) {
     return {
       majorGcs,
       cpuMs: (cpu.user + cpu.system) / 1000,
+      systemMs: cpu.system / 1000,
       result,
       mbps: bytes / 1e6 / seconds,
       rssGrowthMiB: (peak - rss0) / 2 ** 20,

@@ -114,7 +114,10 @@ export async function runShellBenchmarks({
 const fmt = (x, digits = 2) => x.toFixed(digits);
 const mib = (bytes) => (bytes >= 2 ** 30 ? `${bytes / 2 ** 30} GiB` : `${bytes / 2 ** 20} MiB`);
 const mbps = (list) => list.map((m) => m.mbps);
-const cpu = (list) => median(list.map((m) => m.cpuMs)).toFixed(0);
+// CPU ms of this process (median), and the kernel's part of it: a spill's page-cache writes are
+// kernel time, and on this kind of VM that varies 3× from run to run for raw and Tether alike.
+const cpu = (list) =>
+  `${median(list.map((m) => m.cpuMs)).toFixed(0)} (kernel ${median(list.map((m) => m.systemMs)).toFixed(0)})`;
 const gcs = (list) => spread(list.map((m) => m.majorGcs));
 
 /** Table rows for bench/run.js: [benchmark, raw, tether, ratio, goal, note]. */
