@@ -90,8 +90,7 @@ export function createSpillPool(opts: SpillPoolOptions): SpillPool {
       })),
     takeBuffer: () => spares.pop() ?? new SharedArrayBuffer(batchBytes),
     recycleBuffer: (buffer) => {
-      if (buffer.byteLength === batchBytes && spares.length < maxSpares && writers.size > 0)
-        spares.push(buffer);
+      if (spares.length < maxSpares && writers.size > 0) spares.push(buffer);
     },
   };
   const onSettled = (writer: SpillFileWriter): void => {

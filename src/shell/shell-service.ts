@@ -168,8 +168,9 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
     env: { ...NON_INTERACTIVE_ENV, ...req.env },
     ...(capture ? { onOutput: capture.feed } : {}),
   });
-  capture?.attach(child.stdout, child.outputFed === true);
-  capture?.attach(child.stderr, child.outputFed === true);
+  const fed = child.outputFed === true;
+  capture?.attach(child.stdout, fed);
+  capture?.attach(child.stderr, fed);
 
   // One owner for the deadline and the cancellation: aborted as soon as the leader exits.
   const stop = new AbortController();
