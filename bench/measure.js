@@ -52,15 +52,18 @@ export async function measureFlood(run, bytes) {
 /**
  * Runs every variant `runs` times, interleaved (raw, tether, raw, tether, …) so that drift on
  * the machine hits all of them alike; returns each variant's list of {@link measureFlood}s.
- * `settle`, when given, runs (untimed) before every measured run, so that each starts from the
- * same state of the machine rather than inside the previous run's aftermath.
+ * `settle`, when given, runs (untimed) before every run, so that each starts from the same state
+ * of the machine rather than inside the previous run's aftermath. `warmup` rounds run first and
+ * are not counted: a variant's first run also pays for its JIT, its first worker thread and
+ * the first file its process writes, which belong to no flood after it.
  */
-export async function interleaved(runs, bytes, variants, settle = async () => {}) {
+export async function interleaved(runs, bytes, variants, { settle = async () => {}, warmup = 0 } = {}) {
   const all = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
-  for (let i = 0; i < runs; i++) {
+  for (let i = -warmup; i < runs; i++) {
     for (const [name, run] of Object.entries(variants)) {
       await settle();
-      all[name].push(await measureFlood(run, bytes));
+      const measured = await measureFlood(run, bytes);
+      if (i >= 0) all[name].push(measured);
     }
   }
   return all;
@@ -85,6 +88,10 @@ export function spread(xs, digits = 0) {
   const f = (x) => x.toFixed(digits);
   return `${f(Math.min(...xs))}–${f(Math.max(...xs))} (median ${f(median(xs))})`;
 }
+
+/** How wide `xs` is against its median, in per cent: (max − min) / median. */
+export const rangePercent = (xs) =>
+  `${(((Math.max(...xs) - Math.min(...xs)) / median(xs)) * 100).toFixed(0)} %`;
 
 /** The ratio of medians, and the spread of the per-run ratios (run i of `a` over run i of `b`). */
 export function ratioSpread(a, b) {
