@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
@@ -8,6 +9,9 @@ import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf
  * time this process spent (every thread, user + system; `systemMs` the kernel's part): on a loaded machine wall time swings
  * with the scheduler, CPU time per byte much less. `majorGcs` counts this thread's mark-compacts
  * during the run (V8's full collections, whose concurrent marking also takes CPU from the flood).
+ * `stealMs` is the CPU time the hypervisor gave to others while a vCPU of this guest wanted it
+ * (both cores, from /proc/stat): a run that lost some of it was slowed by the host, not by
+ * what it measures.
  */
 export async function measureFlood(run, bytes) {
   const delay = monitorEventLoopDelay({ resolution: 1 });
@@ -24,6 +28,7 @@ export async function measureFlood(run, bytes) {
   }, 20);
   delay.enable();
   const cpu0 = process.cpuUsage();
+  const steal0 = stealMs();
   const t0 = performance.now();
   try {
     const result = await run();
@@ -36,6 +41,7 @@ export async function measureFlood(run, bytes) {
       majorGcs,
       cpuMs: (cpu.user + cpu.system) / 1000,
       systemMs: cpu.system / 1000,
+      stealMs: stealMs() - steal0,
       result,
       mbps: bytes / 1e6 / seconds,
       rssGrowthMiB: (peak - rss0) / 2 ** 20,
@@ -46,6 +52,17 @@ export async function measureFlood(run, bytes) {
     delay.disable();
     gcs.disconnect();
     clearInterval(sampler);
+  }
+}
+
+/** The machine's steal time so far, in ms (0 where /proc/stat has none). */
+function stealMs() {
+  try {
+    // cpu  user nice system idle iowait irq softirq steal …, in USER_HZ (100 per second).
+    const fields = readFileSync('/proc/stat', 'latin1').split('\n', 1)[0].trim().split(/\s+/);
+    return Number(fields[8] ?? 0) * 10;
+  } catch {
+    return 0;
   }
 }
 
