@@ -121,9 +121,9 @@ const mbps = (list) => list.map((m) => m.mbps);
 const cpu = (list) =>
   `${median(list.map((m) => m.cpuMs)).toFixed(0)} (kernel ${median(list.map((m) => m.systemMs)).toFixed(0)})`;
 const gcs = (list) => spread(list.map((m) => m.majorGcs));
-// The issue-15 goal "a spread as tight as raw's": each side's range against its own median.
-// CPU time the hypervisor took from this guest during the runs (max over the runs): a run that
-// lost hundreds of ms to other guests is slow for a reason outside both sides.
+// The issue-15 goal "a spread as tight as raw's": each side's range against its own median, and
+// the CPU time the hypervisor took from this guest in each run: a run that lost hundreds of ms
+// to other guests is slow for a reason outside both sides.
 const width = (a, b) =>
   `range/median raw ${rangePercent(mbps(a))}, tether ${rangePercent(mbps(b))}; ` +
   `steal ms per run raw ${spread(a.map((m) => m.stealMs))}, tether ${spread(b.map((m) => m.stealMs))}`;
