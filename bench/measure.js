@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
+import { readProcText } from '../dist/src/subprocess/proc.js';
 
 /**
  * Runs `run` once and measures it the way every flood benchmark here does: MB/s of `bytes`,
@@ -57,13 +57,9 @@ export async function measureFlood(run, bytes) {
 
 /** The machine's steal time so far, in ms (0 where /proc/stat has none). */
 function stealMs() {
-  try {
-    // cpu  user nice system idle iowait irq softirq steal …, in USER_HZ (100 per second).
-    const fields = readFileSync('/proc/stat', 'latin1').split('\n', 1)[0].trim().split(/\s+/);
-    return Number(fields[8] ?? 0) * 10;
-  } catch {
-    return 0;
-  }
+  // cpu  user nice system idle iowait irq softirq steal …, in USER_HZ (100 per second).
+  const fields = readProcText('/proc/stat')?.split('\n', 1)[0].trim().split(/\s+/) ?? [];
+  return Number(fields[8] ?? 0) * 10;
 }
 
 /**
