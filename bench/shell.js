@@ -124,7 +124,7 @@ const gcs = (list) => spread(list.map((m) => m.majorGcs));
 // The issue-15 goal "a spread as tight as raw's": each side's range against its own median, and
 // the CPU time the hypervisor took from this guest in each run: a run that lost hundreds of ms
 // to other guests is slow for a reason outside both sides.
-const width = (a, b) =>
+const spreadNote = (a, b) =>
   `range/median raw ${rangePercent(mbps(a))}, tether ${rangePercent(mbps(b))}; ` +
   `steal ms per run raw ${spread(a.map((m) => m.stealMs))}, tether ${spread(b.map((m) => m.stealMs))}`;
 
@@ -153,7 +153,7 @@ export async function rows(quick) {
         spread(mbps(tether)),
         ratioSpread(mbps(tether), mbps(rawToFile)),
         '≥ 0.9× raw',
-        `raw = pipe read written to a file, no fsync; ${width(rawToFile, tether)}; ` +
+        `raw = pipe read written to a file, no fsync; ${spreadNote(rawToFile, tether)}; ` +
           `CPU ms (median) raw ${cpu(rawToFile)}, tether ${cpu(tether)}; ` +
           `major GCs per run raw ${gcs(rawToFile)}, tether ${gcs(tether)}`,
       ],
@@ -163,7 +163,7 @@ export async function rows(quick) {
         spread(mbps(tetherDurable)),
         ratioSpread(mbps(tetherDurable), mbps(rawToFileSync)),
         '≥ 0.9× raw',
-        `raw = pipe read written to a file, then fsync; ${width(rawToFileSync, tetherDurable)}; ` +
+        `raw = pipe read written to a file, then fsync; ${spreadNote(rawToFileSync, tetherDurable)}; ` +
           `CPU ms (median) raw ${cpu(rawToFileSync)}, tether ${cpu(tetherDurable)}`,
       ],
       [
@@ -172,7 +172,7 @@ export async function rows(quick) {
         spread(mbps(tetherNoSpill)),
         ratioSpread(mbps(tetherNoSpill), mbps(raw)),
         '≥ 0.9× raw',
-        `raw = pipe read alone; tail only: the runtime’s own cost; ${width(raw, tetherNoSpill)}; ` +
+        `raw = pipe read alone; tail only: the runtime’s own cost; ${spreadNote(raw, tetherNoSpill)}; ` +
           `CPU ms (median) raw ${cpu(raw)}, tether ${cpu(tetherNoSpill)}`,
       ],
       [
