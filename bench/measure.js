@@ -4,7 +4,7 @@ import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf
 import { readProcText } from '../dist/src/subprocess/proc.js';
 
 /**
- * Runs `run` once and measures it the way every flood benchmark here does: MB/s of `bytes`,
+ * Runs `run` once and measures it the way every flood benchmark here does: its wall time `ms`, MB/s of `bytes`,
  * peak RSS growth (sampled every 20 ms), the main event loop's p99 and max delay, and the CPU
  * time this process spent (every thread, user + system; `systemMs` the kernel's part): on a loaded machine wall time swings
  * with the scheduler, CPU time per byte much less. `majorGcs` counts this thread's mark-compacts
@@ -43,6 +43,7 @@ export async function measureFlood(run, bytes) {
       systemMs: cpu.system / 1000,
       stealMs: stealMs() - steal0,
       result,
+      ms: seconds * 1000,
       mbps: bytes / 1e6 / seconds,
       rssGrowthMiB: (peak - rss0) / 2 ** 20,
       p99ms: delay.percentile(99) / 1e6,
@@ -105,6 +106,9 @@ export function spread(xs, digits = 0) {
 /** How wide `xs` is against its median, in per cent: (max − min) / median. */
 export const rangePercent = (xs) =>
   `${(((Math.max(...xs) - Math.min(...xs)) / median(xs)) * 100).toFixed(0)} %`;
+
+/** max − min of `xs`, with `digits` decimals. */
+export const range = (xs, digits = 0) => (Math.max(...xs) - Math.min(...xs)).toFixed(digits);
 
 /** The ratio of medians, and the spread of the per-run ratios (run i of `a` over run i of `b`). */
 export function ratioSpread(a, b) {
