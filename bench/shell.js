@@ -56,7 +56,11 @@ export async function benchLatency(rt, iterations = 200) {
   const runs = {
     raw: () => rawRun('true'),
     tether: () => rt.shell.run({ command: 'true' }),
-    execa: () => execa('/bin/bash', ['-c', 'true']),
+    // stdin ignored, as in the raw run. execa's default stdin is a pipe, which Node makes a
+    // socket, and a non-interactive bash whose stdin is a socket takes itself for a command run
+    // by sshd and sources ~/.bashrc when SHLVL is low (Debian builds it with SSH_SOURCE_BASHRC).
+    // Here that is `pyenv init`: 100–135 ms a call in `npm run bench`, measuring root's .bashrc.
+    execa: () => execa('/bin/bash', ['-c', 'true'], { stdin: 'ignore' }),
   };
   for (let i = 0; i < 20; i++) for (const run of Object.values(runs)) await run(); // warm-up
   for (let i = 0; i < iterations; i++) {
