@@ -4,14 +4,14 @@ import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf
 import { readProcText } from '../dist/src/subprocess/proc.js';
 
 /**
- * Runs `run` once and measures it the way every flood benchmark here does: its wall time `ms`, MB/s of `bytes`,
- * peak RSS growth (sampled every 20 ms), the main event loop's p99 and max delay, and the CPU
- * time this process spent (every thread, user + system; `systemMs` the kernel's part): on a loaded machine wall time swings
- * with the scheduler, CPU time per byte much less. `majorGcs` counts this thread's mark-compacts
- * during the run (V8's full collections, whose concurrent marking also takes CPU from the flood).
- * `stealMs` is the CPU time the hypervisor gave to others while a vCPU of this guest wanted it
- * (both cores, from /proc/stat): a run that lost some of it was slowed by the host, not by
- * what it measures.
+ * Runs `run` once and measures it the way every flood benchmark here does: its wall time `ms`,
+ * MB/s of `bytes`, peak RSS growth (sampled every 20 ms), the main event loop's p99 and max
+ * delay, and the CPU time this process spent (every thread, user + system; `systemMs` the
+ * kernel's part): on a loaded machine wall time swings with the scheduler, CPU time per byte
+ * much less. `majorGcs` counts this thread's mark-compacts during the run (V8's full
+ * collections, whose concurrent marking also takes CPU from the flood). `stealMs` is the CPU
+ * time the hypervisor gave to others while a vCPU of this guest wanted it (both cores, from
+ * /proc/stat): a run that lost some of it was slowed by the host, not by what it measures.
  */
 export async function measureFlood(run, bytes) {
   const delay = monitorEventLoopDelay({ resolution: 1 });
