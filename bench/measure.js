@@ -103,12 +103,14 @@ export function spread(xs, digits = 0) {
   return `${f(Math.min(...xs))}–${f(Math.max(...xs))} (median ${f(median(xs))})`;
 }
 
+// max − min of `xs`.
+const extent = (xs) => Math.max(...xs) - Math.min(...xs);
+
 /** How wide `xs` is against its median, in per cent: (max − min) / median. */
-export const rangePercent = (xs) =>
-  `${(((Math.max(...xs) - Math.min(...xs)) / median(xs)) * 100).toFixed(0)} %`;
+export const rangePercent = (xs) => `${((extent(xs) / median(xs)) * 100).toFixed(0)} %`;
 
 /** max − min of `xs`, with `digits` decimals. */
-export const range = (xs, digits = 0) => (Math.max(...xs) - Math.min(...xs)).toFixed(digits);
+export const range = (xs, digits = 0) => extent(xs).toFixed(digits);
 
 /** The ratio of medians, and the spread of the per-run ratios (run i of `a` over run i of `b`). */
 export function ratioSpread(a, b) {
