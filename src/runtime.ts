@@ -162,7 +162,13 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     graceMs: opts.cleanupGraceMs,
   });
   const facts = createFactStream(opts.inspect ? { userInspect: opts.inspect } : {});
-  const log = opts.log === undefined ? null : await openFactLog(facts, opts.log);
+  let log: Awaited<ReturnType<typeof openFactLog>> | null = null;
+  try {
+    if (opts.log !== undefined) log = await openFactLog(facts, opts.log);
+  } catch (err) {
+    await boundary.close(); // a runtime that failed to start leaves no cgroup or record behind
+    throw err;
+  }
   const containment = opts.provider ? 'provider' : boundary.containment.mode;
   facts.emit({ type: 'runtime.started', pid: process.pid, containment });
   if (boundary.recovered.length > 0) facts.emit(recoveryFact(boundary.recovered));
@@ -189,7 +195,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   });
   // The runtime owns every provider it was handed or made (S2, S5): dispose releases each.
   // P1: local children start from the small spawner process, not by forking this one.
-  const spawner = opts.provider ? null : startSpawner();
+  // K3: its FIFO directory is below the state dir, where recovery finds what a crash left.
+  const spawner = opts.provider ? null : startSpawner(undefined, boundary.spawnerDir);
   let current: SubprocessProvider =
     opts.provider ?? createLocalProvider({ env: opts.env, containment: boundary.containment, spawner });
   const providers = new Set([current]);

@@ -69,7 +69,9 @@ export function summary(stateDir: string, reaped: readonly RecoveredRuntime[]): 
       ...(r.cgroup !== null ? [`cgroup ${r.cgroup} removed`] : []),
     ];
     const fate =
-      r.escaped.length === 0 ? `verified dead (proof ${r.proof})` : `COULD NOT KILL ${r.escaped.join(', ')}`;
+      r.escaped.length === 0
+        ? `verified dead (proof ${r.proof})`
+        : `NOT VERIFIED DEAD: ${r.escaped.join(', ')} still alive (could not be killed, or could not be proven not its own)`;
     lines.push(`  runtime ${r.runtimeId} (pid ${r.pid}, ${r.containment}): ${parts.join(', ')}; ${fate}`);
   }
   return `${lines.join('\n')}\n`;

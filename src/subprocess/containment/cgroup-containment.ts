@@ -10,6 +10,7 @@ import { cgroupPids, killCgroup, removeCgroup, subgroups } from './cgroup-fs.js'
 import { type CgroupTree, killCgroupTree } from './cgroup-tree-kill.js';
 import { waitUnpopulated } from './cgroup-watch.js';
 import type { Containment, TreeBoundary } from './containment-types.js';
+import { unusable } from './state-dir.js';
 
 export interface CgroupContainmentOptions {
   /** The cgroup v2 mount point (from `probeCgroup`). */
@@ -55,7 +56,13 @@ export function createCgroupContainment(opts: CgroupContainmentOptions): Contain
       `the cgroup ${dir} has no cgroup.kill (Linux 5.14 or later is needed); use containment: 'marker'`,
     );
   }
-  const bashEnv = installBashEntry(opts.stateDir);
+  let bashEnv: string;
+  try {
+    bashEnv = installBashEntry(opts.stateDir);
+  } catch (err) {
+    removeCgroup(dir); // nothing of a runtime that could not start stays behind
+    throw unusable(opts.stateDir, err);
+  }
   // One stat per spawn: a startup file someone deleted is written again, never skipped.
   const entryFile = () => (existsSync(bashEnv) ? bashEnv : installBashEntry(opts.stateDir));
   const open = new Map<string, CgroupTree>();

@@ -46,7 +46,9 @@ export function createContainment(opts: ContainmentOptions): Containment {
       stateDir: opts.stateDir,
     });
   } catch (err) {
-    if (opts.request === 'cgroup') throw err;
+    // Only a cgroup that cannot be had falls back; a state dir that cannot be written fails.
+    if (opts.request === 'cgroup' || !(err instanceof TetherError && err.code === 'CONTAINMENT_UNAVAILABLE'))
+      throw err;
     return createMarkerContainment();
   }
 }

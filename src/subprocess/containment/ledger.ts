@@ -44,6 +44,8 @@ export interface RuntimeRecord {
   readonly markerPrefix: string;
   /** The runtime's own spill directory (removed with it), or `null` when it never spills. */
   readonly spillDir: string | null;
+  /** The `spillDir` option it was created below (`spillDir` is `<spillRoot>/tether-<runtimeId>`). */
+  readonly spillRoot?: string | null;
   readonly startedAt: number;
 }
 
@@ -77,6 +79,19 @@ export interface LedgerEntry {
 }
 
 const RECORDS = 'runtimes';
+
+/**
+ * Where the spawner of runtime `runtimeId` keeps its FIFOs: below the state directory, so that
+ * recovery removes what a crashed runtime left there (K3).
+ *
+ * @example
+ * ```ts
+ * startSpawner(spawnerBinary(), spawnerFifoDir(stateDir, runtimeId));
+ * ```
+ */
+export function spawnerFifoDir(stateDir: string, runtimeId: string): string {
+  return join(stateDir, 'spawn', runtimeId);
+}
 
 /**
  * Writes and syncs the record of a starting runtime (K3); returns its file, which `dispose`

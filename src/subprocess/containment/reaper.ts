@@ -1,11 +1,11 @@
 import { readdirSync, rmSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { isSameLiveProcess, readIdentity, signalIdentity } from '../identity.js';
-import { listTaggedProcesses, readProcStat } from '../proc.js';
+import { readProcStat } from '../proc.js';
 import type { ProcessIdentity } from '../types.js';
 import { cgroupPids, isPopulated, killCgroup, removeCgroup } from './cgroup-fs.js';
 import { waitUnpopulated } from './cgroup-watch.js';
 import type { ContainmentMode } from './containment-types.js';
+import { sweepDeadRuntime } from './dead-runtime-sweep.js';
 import {
   claimRecord,
   type LedgerEntry,
@@ -13,7 +13,9 @@ import {
   processScope,
   type RuntimeRecord,
   removeRuntimeRecord,
+  spawnerFifoDir,
 } from './ledger.js';
+import { assertTrustedStateDir, type TrustedTargets, trustedTargets } from './state-trust.js';
 
 /** What was reaped of one dead runtime (K3), as `rt.recovered` and `tether reap` report it. */
 export interface RecoveredRuntime {
@@ -23,7 +25,11 @@ export interface RecoveredRuntime {
   readonly containment: ContainmentMode;
   /** Processes of its trees that were alive and were killed. */
   readonly killed: number;
-  /** Processes that could not be killed (state D included); empty when verified quiescent. */
+  /**
+   * Processes that could not be killed (state D included) or, in marker mode, that only look
+   * like escapees of its trees (orphaned session leaders without a marker: never signalled);
+   * empty when verified quiescent.
+   */
   readonly escaped: readonly number[];
   /** Spill files removed with its spill directory. */
   readonly spillFiles: number;
@@ -43,10 +49,15 @@ export interface ReapOptions {
 /**
  * Finds the runtimes of `stateDir` whose process is dead (its pid no longer names the same
  * start time) and kills everything they left to verified quiescence (K3): their cgroups
- * (`cgroup.kill`, `populated 0`, removed), every process still carrying their marker prefix,
- * their spill directories; then their records go. A runtime whose process lives — another
- * process using the same state directory — is never touched. Two reapers never reap one
+ * (`cgroup.kill`, `populated 0`, removed), every process still carrying their marker prefix
+ * and every process in a session or group of one of those or below one, their spill and spawner
+ * directories; then their records go. What survives (or, in marker mode, what only looks like
+ * an escapee of theirs) is in `escaped`, never called dead. A runtime whose process lives —
+ * another process using the same state directory — is never touched. Two reapers never reap one
  * runtime twice (a record is claimed by an atomic rename; a dead reaper's claim is taken over).
+ * Nothing is believed of a state directory or record another user could have written, nor a
+ * cgroup or directory that is not the runtime's own: that throws STATE_UNTRUSTED before
+ * anything is killed or removed (state-trust.ts).
  *
  * @example
  * ```ts
@@ -55,18 +66,24 @@ export interface ReapOptions {
  * ```
  */
 export async function reapDeadRuntimes(stateDir: string, opts: ReapOptions): Promise<RecoveredRuntime[]> {
+  assertTrustedStateDir(stateDir);
   const self = readIdentity(process.pid) ?? { pid: process.pid, startTime: null };
   const scope = processScope();
+  const orphans = listRuntimeRecords(stateDir)
+    .filter((entry) => isOrphaned(entry, self, scope))
+    // Every record is checked before the first is acted on: one bad record stops them all.
+    .map((entry) => ({ entry, targets: entry.record && trustedTargets(entry.record, stateDir) }));
   const reaped: RecoveredRuntime[] = [];
-  for (const entry of listRuntimeRecords(stateDir)) {
-    if (!isOrphaned(entry, self, scope)) continue;
+  for (const { entry, targets } of orphans) {
     const claim = claimRecord(entry.file, self);
     if (claim === null) continue; // another reaper was first
-    if (entry.record === null) {
+    if (entry.record === null || targets === null) {
       removeRuntimeRecord(claim); // unreadable: nothing in it can be found
       continue;
     }
-    reaped.push(await reapRuntime(entry.record, opts));
+    const sameBoot = !(entry.record.bootId && scope.bootId && entry.record.bootId !== scope.bootId);
+    reaped.push(await reapRuntime(entry.record, targets, sameBoot, opts));
+    rmSync(spawnerFifoDir(stateDir, entry.record.runtimeId), { recursive: true, force: true });
     removeRuntimeRecord(claim);
   }
   return reaped;
@@ -91,26 +108,41 @@ function isOrphaned(
   return !isSameLiveProcess({ pid: record.pid, startTime: record.startTime });
 }
 
-async function reapRuntime(record: RuntimeRecord, opts: ReapOptions): Promise<RecoveredRuntime> {
+async function reapRuntime(
+  record: RuntimeRecord,
+  targets: TrustedTargets,
+  sameBoot: boolean,
+  opts: ReapOptions,
+): Promise<RecoveredRuntime> {
   const deadline = opts.killDeadlineMs ?? 2000;
   let killed = 0;
   const escaped: number[] = [];
-  if (record.cgroup !== null) {
-    const result = await reapCgroup(record.cgroup, opts.graceMs, deadline);
+  if (targets.cgroup !== null) {
+    const result = await reapCgroup(targets.cgroup, opts.graceMs, deadline);
     killed += result.killed;
     escaped.push(...result.left);
   }
   // Marker mode's only evidence; in cgroup mode a net for a leader that never entered.
-  const swept = await sweepMarker(record.markerPrefix, opts.graceMs, deadline);
-  killed += swept.killed;
-  escaped.push(...swept.left.filter((pid) => !escaped.includes(pid)));
+  if (sameBoot) {
+    const swept = await sweepDeadRuntime(
+      {
+        markerPrefix: record.markerPrefix,
+        startTime: record.startTime,
+        suspects: record.containment === 'marker',
+      },
+      opts.graceMs,
+      deadline,
+    );
+    killed += swept.killed;
+    escaped.push(...swept.left.filter((pid) => !escaped.includes(pid)));
+  }
   let spillFiles = 0;
-  if (record.spillDir !== null) {
+  if (targets.spillDir !== null) {
     try {
-      spillFiles = readdirSync(record.spillDir).length;
+      spillFiles = readdirSync(targets.spillDir).length;
     } catch {}
     try {
-      rmSync(record.spillDir, { recursive: true, force: true });
+      rmSync(targets.spillDir, { recursive: true, force: true });
     } catch {} // best effort: a spill dir that is not ours to remove keeps its files
   }
   return {
@@ -141,38 +173,4 @@ async function reapCgroup(dir: string, graceMs: number, deadlineMs: number) {
   const left = isPopulated(dir) ? cgroupPids(dir) : [];
   if (left.length === 0) removeCgroup(dir);
   return { killed: pids.length, left };
-}
-
-/** Re-read period of the marker sweep: without a cgroup there is nothing to watch. */
-const SWEEP_POLL_MS = 50;
-
-// TERM every process carrying the prefix, until gone or the grace passed; then KILL likewise.
-async function sweepMarker(prefix: string, graceMs: number, deadlineMs: number) {
-  const seen = new Set<string>();
-  for (const [signal, ms] of [
-    ['SIGTERM', graceMs],
-    ['SIGKILL', deadlineMs],
-  ] as const) {
-    const until = performance.now() + ms;
-    for (;;) {
-      const alive = listTaggedProcesses(prefix);
-      if (alive.length === 0) return { killed: distinct(seen), left: [] };
-      for (const pid of alive) {
-        const stat = readProcStat(pid);
-        if (stat === null) continue;
-        const id = { pid, startTime: stat.startTime };
-        const key = `${signal}:${pid}:${stat.startTime}`;
-        if (!seen.has(key) && signalIdentity(id, signal)) seen.add(key);
-        if (signal === 'SIGTERM') signalIdentity(id, 'SIGCONT');
-      }
-      if (performance.now() >= until) break;
-      await sleep(SWEEP_POLL_MS);
-    }
-  }
-  return { killed: distinct(seen), left: listTaggedProcesses(prefix) };
-}
-
-// `signal:pid:start` keys → distinct processes.
-function distinct(sent: Set<string>): number {
-  return new Set([...sent].map((k) => k.slice(k.indexOf(':') + 1))).size;
 }

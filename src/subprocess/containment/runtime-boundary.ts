@@ -4,8 +4,9 @@ import { readIdentity } from '../identity.js';
 import { processTreePrefix } from '../marker.js';
 import { type ContainmentRequest, createContainment } from './containment.js';
 import type { Containment } from './containment-types.js';
-import { processScope, removeRuntimeRecord, writeRuntimeRecord } from './ledger.js';
+import { processScope, removeRuntimeRecord, spawnerFifoDir, writeRuntimeRecord } from './ledger.js';
 import { type RecoveredRuntime, reapDeadRuntimes } from './reaper.js';
+import { openStateDir, unusable } from './state-dir.js';
 
 /** Everything a runtime's containment consists of, made in `createRuntime` (K1, K3). */
 export interface RuntimeBoundary {
@@ -13,6 +14,8 @@ export interface RuntimeBoundary {
   readonly containment: Containment;
   /** The runtime's own spill directory (below the spill root), or `null` when it never spills. */
   readonly spillDir: string | null;
+  /** Where the runtime's spawner keeps its FIFOs (below the state dir: recovery removes it). */
+  readonly spawnerDir: string;
   /** What the reap at start found of dead runtimes of the same state directory. */
   readonly recovered: readonly RecoveredRuntime[];
   /** After every tree is dead: removes the cgroup and the ledger record. */
@@ -56,6 +59,9 @@ export function defaultStateDir(): string {
 export async function openRuntimeBoundary(opts: RuntimeBoundaryOptions): Promise<RuntimeBoundary> {
   const self = readIdentity(process.pid);
   const runtimeId = `${process.pid}-${self?.startTime ?? 'x'}-${++runtimes}`;
+  // Made and checked first: a state directory that cannot be written or trusted fails here,
+  // before this runtime has a cgroup to leave behind.
+  openStateDir(opts.stateDir);
   const recovered = await reapDeadRuntimes(opts.stateDir, { graceMs: opts.graceMs });
   const containment = createContainment({
     request: opts.containment,
@@ -75,16 +81,18 @@ export async function openRuntimeBoundary(opts: RuntimeBoundaryOptions): Promise
       cgroup: containment.cgroup,
       markerPrefix: processTreePrefix(),
       spillDir,
+      spillRoot: opts.spillRoot === false ? null : opts.spillRoot,
       startedAt: Date.now(),
     });
   } catch (err) {
     await containment.dispose();
-    throw err;
+    throw unusable(opts.stateDir, err);
   }
   return {
     runtimeId,
     containment,
     spillDir,
+    spawnerDir: spawnerFifoDir(opts.stateDir, runtimeId),
     recovered,
     async close() {
       await containment.dispose();

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, constants as fsConstants, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { existsSync, constants as fsConstants, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -92,7 +92,9 @@ export function spawnerBinary(): string | null {
 }
 
 /**
- * Starts the spawner process, or returns null when there is no spawner binary.
+ * Starts the spawner process, or returns null when there is no spawner binary. Its FIFOs go in
+ * `fifoAt` (created, mode 0700: a runtime passes one below its state directory, so recovery
+ * removes what a crash left, K3), else in a fresh `$TMPDIR/tether-spawn-XXXXXX`.
  *
  * @example
  * ```ts
@@ -102,9 +104,10 @@ export function spawnerBinary(): string | null {
  * await spawner?.dispose();
  * ```
  */
-export function startSpawner(binary = spawnerBinary()): Spawner | null {
+export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner | null {
   if (binary === null) return null;
-  const fifoDir = mkdtempSync(join(tmpdir(), 'tether-spawn-'));
+  if (fifoAt !== undefined) mkdirSync(fifoAt, { recursive: true, mode: 0o700 });
+  const fifoDir = fifoAt ?? mkdtempSync(join(tmpdir(), 'tether-spawn-'));
   const proc: ChildProcess = spawn(binary, [fifoDir], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
   const control = proc.stdio[3] as net.Socket;
   const starts = new Map<
