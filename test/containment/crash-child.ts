@@ -27,6 +27,8 @@ export async function startCrashChild(opts: {
   readonly containment: 'cgroup' | 'marker';
   readonly jobs: readonly { readonly command: string; readonly env?: Record<string, string> }[];
   readonly terminal?: string;
+  /** Added to the child's env (e.g. a TMPDIR of its own). */
+  readonly env?: Readonly<Record<string, string>>;
 }): Promise<CrashChild> {
   // CommonJS eval (an async IIFE): --input-type would be inherited by the PTY worker thread.
   const script = `(async () => {
@@ -46,7 +48,7 @@ export async function startCrashChild(opts: {
     process.stdin.on('end', async () => { await rt.dispose(); process.exit(0); });
   })()`;
   const child = spawn(process.execPath, ['-e', script], {
-    env: { ...process.env, CRASH_CHILD: JSON.stringify(opts) },
+    env: { ...process.env, ...opts.env, CRASH_CHILD: JSON.stringify(opts) },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
