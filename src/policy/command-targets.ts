@@ -1,3 +1,5 @@
+import { WRAPPERS } from './wrapper-table.js';
+
 /**
  * The programs one simple command runs (SPEC A2): the command itself, and what a wrapper it
  * names runs in turn (`nohup npm test` runs `npm test`; `find . -exec rm {} ;` runs `rm`), so
@@ -64,14 +66,12 @@ const RUNS_STRING: Readonly<Record<string, string>> = {
   source: '`source` runs a file as shell code',
   '.': '`.` runs a file as shell code',
   alias: 'an alias definition',
-  trap: '`trap` runs a string later',
-  enable: '`enable` loads builtins',
-  hash: '`hash` rebinds command names',
+  enable: '`enable` loads or turns off builtins, which changes command lookup',
+  hash: '`hash` rebinds command names (`hash -p`), which changes command lookup',
   coproc: 'a coprocess',
   fc: '`fc` re-runs history',
-  let: 'arithmetic on variables (bash may run what they hold)',
 };
-const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'fish', 'busybox']);
+const SHELLS = new Set(['sh', 'bash', 'dash', 'zsh', 'ksh', 'mksh', 'ash', 'fish']);
 
 function shapeProblem(base: string, argv: readonly (string | null)[]): string | null {
   const known = RUNS_STRING[base];
@@ -84,96 +84,3 @@ function shapeProblem(base: string, argv: readonly (string | null)[]): string | 
   }
   return null;
 }
-
-type Unwrap = (args: readonly (string | null)[]) => (readonly (string | null)[])[] | 'unknown';
-
-// Skips the options of a wrapper: `flags` take no value, `valued` take the next word (or `=v`).
-function afterOptions(flags: string, valued: string, longs: readonly string[] = []): Unwrap {
-  return (args) => {
-    let i = 0;
-    while (i < args.length) {
-      const a = args[i];
-      if (a === null || a === undefined) return 'unknown';
-      if (a === '--') return [args.slice(i + 1)];
-      if (!a.startsWith('-') || a === '-') break;
-      if (a.startsWith('--')) {
-        const [long, value] = a.slice(2).split('=', 2);
-        if (!longs.includes(long!)) return 'unknown';
-        if (value === undefined && longs.includes(`${long}=`)) i++;
-        i++;
-        continue;
-      }
-      const letters = a.slice(1);
-      let takesNext = false;
-      for (let k = 0; k < letters.length; k++) {
-        const c = letters[k]!;
-        if (valued.includes(c)) {
-          takesNext = k === letters.length - 1; // `-n5` carries its value; `-n 5` takes the next word
-          break;
-        }
-        if (!flags.includes(c)) return 'unknown';
-      }
-      i += takesNext ? 2 : 1;
-    }
-    return [args.slice(i)];
-  };
-}
-
-const WRAPPERS: Readonly<Record<string, Unwrap>> = {
-  command: afterOptions('pvV', ''),
-  builtin: (args) => [args],
-  nohup: afterOptions('', ''),
-  time: afterOptions('p', ''),
-  nice: (args) => {
-    const first = args[0];
-    if (first !== null && first !== undefined && /^-\d+$/.test(first)) return [args.slice(1)];
-    return afterOptions('', 'n', ['adjustment', 'adjustment='])(args);
-  },
-  stdbuf: afterOptions('', 'ioe', ['input', 'input=', 'output', 'output=', 'error', 'error=']),
-  timeout: (args) => {
-    const rest = afterOptions('v', 'sk', [
-      'preserve-status',
-      'foreground',
-      'verbose',
-      'signal',
-      'signal=',
-      'kill-after',
-      'kill-after=',
-    ])(args);
-    if (rest === 'unknown') return rest;
-    return [rest[0]!.slice(1)]; // the first operand is the duration
-  },
-  env: (args) => {
-    const rest = afterOptions('i0', 'uC', [
-      'ignore-environment',
-      'null',
-      'unset',
-      'unset=',
-      'chdir',
-      'chdir=',
-    ])(args);
-    if (rest === 'unknown') return rest;
-    const words = rest[0]!;
-    let i = 0;
-    while (i < words.length && words[i] !== null && /^\w+=/.test(words[i]!)) i++;
-    return [words.slice(i)];
-  },
-  sudo: afterOptions('', ''),
-  doas: afterOptions('', ''),
-  xargs: (args) => {
-    const rest = afterOptions('0rtxp', 'nPLsIdEa', ['null', 'no-run-if-empty', 'verbose'])(args);
-    if (rest === 'unknown') return rest;
-    return rest[0]!.length > 0 ? rest : [['echo']];
-  },
-  find: (args) => {
-    const inner: (readonly (string | null)[])[] = [];
-    for (let i = 0; i < args.length; i++) {
-      if (!['-exec', '-execdir', '-ok', '-okdir'].includes(args[i] ?? '')) continue;
-      let end = i + 1;
-      while (end < args.length && args[end] !== ';' && args[end] !== '+') end++;
-      inner.push(args.slice(i + 1, end));
-      i = end;
-    }
-    return inner;
-  },
-};

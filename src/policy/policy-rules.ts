@@ -48,17 +48,25 @@ export function judgeLine(
     for (const target of targets) {
       const rule = strictestMatch(rules, target.argv);
       if (rule === null && target.wrapper) continue; // a wrapper passes the decision on
-      const d = rule?.decision ?? fallback;
+      let d = rule?.decision ?? fallback;
+      let why = explain(rule, d, command, target.argv);
+      // A6: a program no rule allows, naming a denied one, may run it (`setsid`, `ld.so`, …).
+      const named = rule?.decision === 'allow' || target.wrapper ? null : deniedWord(rules, target.argv);
+      if (named !== null && RANK[d] < RANK.ask) {
+        d = 'ask';
+        why = `\`${show(target.argv)}\` is not a known wrapper and no rule allows it, but its arguments name \`${named.word}\`, which rule deny [${named.rule.prefix.join(' ')}] matches: it may run it`;
+      }
       if (RANK[d] > RANK[decision] || reason === 'the line runs no command') {
         decision = stricter(decision, d);
-        reason = explain(rule, d, command, target.argv);
+        reason = why;
       }
       if (decision === 'deny') return { decision, reason, undecidable: [...undecidable] };
     }
   }
   if (undecidable.size > 0) {
-    const d = stricter('ask', fallback);
-    const why = `rules cannot judge this line: ${[...undecidable].join('; ')}`;
+    const d = stricter(stricter('ask', fallback), decision);
+    const asked = decision === 'ask' && reason !== 'the line runs no command' ? `${reason}; ` : '';
+    const why = `${asked}rules cannot judge this line: ${[...undecidable].join('; ')}`;
     return {
       decision: d,
       reason: d === 'ask' ? why : `${why}, and the default is ${d}`,
@@ -146,6 +154,33 @@ function matches(rule: PolicyRule, argv: readonly (string | null)[]): boolean {
   });
 }
 
+// Programs that never run their arguments: naming `rm` there is not running it.
+const INERT = new Set(['echo', 'printf', ':', 'true', 'false', 'test', '[', 'cd', 'pwd', 'type', 'which']);
+const SPLIT = /[\s;&|()<>`'"=,:]+/;
+
+// The first argument word (or word inside an argument) a deny rule matches as a command.
+function deniedWord(
+  rules: readonly PolicyRule[],
+  argv: readonly (string | null)[],
+): { word: string; rule: PolicyRule } | null {
+  if (argv[0] === null || argv[0] === undefined || INERT.has(basename(argv[0]))) return null;
+  const denies = rules.filter((r) => r.decision === 'deny');
+  if (denies.length === 0) return null;
+  for (let i = 1; i < argv.length; i++) {
+    const word = argv[i];
+    if (word === null || word === undefined) continue;
+    const runs = [argv.slice(i), word.split(SPLIT).filter((w) => w !== '')];
+    for (const words of runs) {
+      for (let j = 0; j < words.length; j++) {
+        const rule = denies.find((r) => matches(r, words.slice(j)));
+        if (rule) return { word: words[j]!, rule };
+        if (words === runs[0]) break; // whole argv words: only from this argument on
+      }
+    }
+  }
+  return null;
+}
+
 function explain(
   rule: PolicyRule | null,
   d: PolicyDecision,
@@ -153,8 +188,9 @@ function explain(
   argv: readonly (string | null)[],
 ): string {
   const shown = argv === command.argv ? command.text : `${command.text}\` (which runs \`${show(argv)}`;
-  if (rule === null) return `no rule matches \`${shown}\` and the default is ${d}`;
-  return `rule ${rule.decision} [${rule.prefix.join(' ')}] matches \`${shown}\``;
+  const where = command.via === undefined ? '' : ` in ${command.via}`;
+  if (rule === null) return `no rule matches \`${shown}\`${where} and the default is ${d}`;
+  return `rule ${rule.decision} [${rule.prefix.join(' ')}] matches \`${shown}\`${where}`;
 }
 
 function show(argv: readonly (string | null)[]): string {

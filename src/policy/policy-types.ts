@@ -73,6 +73,11 @@ export interface SimpleCommand {
   readonly text: string;
   /** Redirection targets as written (`> out.txt` gives `out.txt`). */
   readonly redirects: readonly string[];
+  /**
+   * Set when the command is not written in the line but in a word bash evaluates (SPEC A6):
+   * a `trap` string, a prompt, a quoted subscript (`"the word 'a[$(rm w)]' of \`let\`"`).
+   */
+  readonly via?: string;
 }
 
 /**

@@ -1,5 +1,8 @@
 import { createRequire } from 'node:module';
 import type { Node } from 'web-tree-sitter';
+import { commandTargets } from './command-targets.js';
+import { nodeEvaluations } from './evaluated-nodes.js';
+import { type Evaluated, type Evaluation, evaluatedWords, subscriptOf } from './evaluated-words.js';
 import type { SimpleCommand } from './policy-types.js';
 import { staticWord } from './shell-words.js';
 
@@ -33,10 +36,10 @@ export interface ShellParser {
   parse(line: string): ParsedLine;
 }
 
-// A variable whose value decides which program runs, or runs code of its own.
-const RUNS_CODE =
-  /^(PATH|IFS|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|CDPATH|GLOBIGNORE|NODE_OPTIONS|PYTHONSTARTUP|PERL5OPT|BASH_LOADABLES_PATH|LD_\w*|DYLD_\w*|BASH_FUNC_\w*|GIT_\w*|\w*_COMMAND)$/;
 const ARITHMETIC_TEST = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
+/** How deep evaluated words are parsed again (a trap that sets a trap that …); deeper asks. */
+const MAX_DEPTH = 4;
+const ARITHMETIC_ON_VARIABLES = 'arithmetic on variables (bash may run what they hold)';
 
 let loading: Promise<ShellParser> | null = null;
 
@@ -64,11 +67,13 @@ export function loadShellParser(): Promise<ShellParser> {
   return loading;
 }
 
-function parseWith(parser: { parse(text: string): { rootNode: Node; delete(): void } | null }, line: string) {
+type TreeParser = { parse(text: string): { rootNode: Node; delete(): void } | null };
+
+function parseWith(parser: TreeParser, line: string, depth = 0, via?: string): ParsedLine {
   const tree = parser.parse(line);
   if (tree === null) return { commands: [], undecidable: ['the line could not be parsed'] };
   try {
-    const found = { commands: [] as SimpleCommand[], undecidable: new Set<string>() };
+    const found: Found = { commands: [], undecidable: new Set<string>(), parser, depth, via };
     // Any syntax error anywhere (bash would refuse the line, or read it differently).
     if (tree.rootNode.hasError) found.undecidable.add('the line is not valid bash');
     walk(tree.rootNode, found, []);
@@ -81,19 +86,30 @@ function parseWith(parser: { parse(text: string): { rootNode: Node; delete(): vo
 interface Found {
   readonly commands: SimpleCommand[];
   readonly undecidable: Set<string>;
+  readonly parser: TreeParser;
+  /** How many evaluations deep this text is (0: the line as written). */
+  readonly depth: number;
+  /** The evaluated word of the line this text came from. */
+  readonly via: string | undefined;
 }
 
-// Visits every node once; commands are collected, run-time shapes are named.
+// Visits every node once; commands are collected, run-time shapes are named, and every word
+// bash evaluates later or elsewhere is parsed again as what bash will read it as (SPEC A6).
 function walk(node: Node, found: Found, redirects: readonly string[]): void {
   if (node.isError || node.isMissing) found.undecidable.add('the line is not valid bash');
   switch (node.type) {
     case 'command':
-      found.commands.push(simpleCommand(node, redirects));
-      break;
     case 'declaration_command':
-    case 'unset_command':
-      found.commands.push(wordsCommand(node, redirects));
+    case 'unset_command': {
+      const command =
+        node.type === 'command'
+          ? simpleCommand(node, redirects, found)
+          : wordsCommand(node, redirects, found);
+      found.commands.push(command);
+      // What the command and every program its wrappers start evaluate (`sudo printf -v …`).
+      for (const target of commandTargets(command.argv).targets) absorb(found, evaluatedWords(target.argv));
       break;
+    }
     case 'redirected_statement': {
       const targets = node.childrenForFieldName('redirect').map(redirectTarget);
       const body = node.childForFieldName('body');
@@ -101,11 +117,6 @@ function walk(node: Node, found: Found, redirects: readonly string[]): void {
         if (child) walk(child, found, body !== null && child.equals(body) ? targets : []);
       }
       return;
-    }
-    case 'variable_assignment': {
-      const name = node.childForFieldName('name')?.text ?? '';
-      if (RUNS_CODE.test(name)) found.undecidable.add(`an assignment to ${name}, which changes what runs`);
-      break;
     }
     case 'command_substitution':
       found.undecidable.add(node.text.startsWith('`') ? 'backticks `…`' : 'command substitution $(…)');
@@ -119,34 +130,75 @@ function walk(node: Node, found: Found, redirects: readonly string[]): void {
     case 'arithmetic_expansion':
     case 'c_style_for_statement':
     case 'subscript':
-      if (hasVariable(node)) found.undecidable.add('arithmetic on variables (bash may run what they hold)');
+      if (hasVariable(node)) found.undecidable.add(ARITHMETIC_ON_VARIABLES);
       break;
     case 'compound_statement':
-      if (node.text.startsWith('((') && hasVariable(node)) {
-        found.undecidable.add('arithmetic on variables (bash may run what they hold)');
-      }
+      if (node.text.startsWith('((') && hasVariable(node)) found.undecidable.add(ARITHMETIC_ON_VARIABLES);
       break;
     case 'test_command':
-      if (hasArithmeticTest(node) && hasVariable(node)) {
-        found.undecidable.add('arithmetic on variables (bash may run what they hold)');
-      }
+      if (hasArithmeticTest(node) && hasVariable(node)) found.undecidable.add(ARITHMETIC_ON_VARIABLES);
       break;
   }
+  absorb(found, nodeEvaluations(node));
   for (const child of node.namedChildren) if (child) walk(child, found, []);
 }
 
-function simpleCommand(node: Node, redirects: readonly string[]): SimpleCommand {
+function absorb(found: Found, evaluated: Evaluated): void {
+  for (const problem of evaluated.problems) found.undecidable.add(problem);
+  for (const evaluation of evaluated.evaluations) evaluate(found, evaluation);
+}
+
+// Parses a word bash evaluates as what bash reads it as; what cannot be read asks (SPEC A6).
+function evaluate(found: Found, e: Evaluation): void {
+  const ask = (why: string) => {
+    found.undecidable.add(why);
+  };
+  if (e.text === null) {
+    ask(`${e.what}, which bash evaluates, is only known at run time`);
+    return;
+  }
+  if (e.kind === 'name') {
+    const subscript = subscriptOf(e.text);
+    if (subscript === null) ask(`${e.what} is not a plain variable name: bash expands it`);
+    else if (subscript !== '')
+      evaluate(found, { kind: 'arith', text: subscript, what: `${e.what}, whose subscript bash evaluates` });
+    return;
+  }
+  if (e.text.trim() === '') return;
+  if (found.depth >= MAX_DEPTH) {
+    ask(`${e.what} nests evaluation too deeply to judge`);
+    return;
+  }
+  const source =
+    e.kind === 'code'
+      ? e.text
+      : e.kind === 'arith'
+        ? `(( ${e.text} ))`
+        : e.kind === 'prompt' // prompt escapes (`\u`) dropped: what is left expands like "…"
+          ? `_="${e.text.replaceAll('\\', '').replaceAll('"', '\\"')}"`
+          : `_=(${e.text})`;
+  const inner = parseWith(found.parser, source, found.depth + 1, found.via ?? e.what);
+  found.commands.push(...inner.commands);
+  for (const why of inner.undecidable) ask(`${e.what}: ${why}`);
+}
+
+function simpleCommand(node: Node, redirects: readonly string[], found: Found): SimpleCommand {
   const name = node.childForFieldName('name');
   const args = node.childrenForFieldName('argument');
   const argv = [name ? staticWord(name) : null, ...args.map(staticWord)];
-  return { argv, text: node.text, redirects };
+  return withVia({ argv, text: node.text, redirects }, found);
 }
 
 // `export A=1`, `declare -f`, `unset X`: the keyword and its words as argv.
-function wordsCommand(node: Node, redirects: readonly string[]): SimpleCommand {
+function wordsCommand(node: Node, redirects: readonly string[], found: Found): SimpleCommand {
   const keyword = node.firstChild?.text ?? node.type;
   const words = node.namedChildren.filter((c): c is Node => c !== null && c.type !== 'variable_assignment');
-  return { argv: [keyword, ...words.map(staticWord)], text: node.text, redirects };
+  const argv = [keyword, ...words.map((w) => (w.type === 'variable_name' ? w.text : staticWord(w)))];
+  return withVia({ argv, text: node.text, redirects }, found);
+}
+
+function withVia(command: SimpleCommand, found: Found): SimpleCommand {
+  return found.via === undefined ? command : { ...command, via: found.via };
 }
 
 function redirectTarget(node: Node): string {

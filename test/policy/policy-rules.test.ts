@@ -93,10 +93,10 @@ describe('policy rules (A2)', () => {
     ['sh -c', "sh -c 'ls'", '`sh -c`'],
     ['bash -lc', "bash -lc 'ls'", '`bash -c`'],
     ['a shell reading its input', 'echo ls | bash', 'reading commands'],
-    ['env bash -c', "env bash -c 'rm -rf /'", '`bash -c`'],
+    ['env bash -c', "env bash -c 'make'", '`bash -c`'],
     ['a function definition', 'f() { ls; }; f', 'function definition'],
     ['an alias', "alias ls='rm -rf /'", 'alias'],
-    ['arithmetic on variables', "x='a[$(rm)]'; ((x))", 'arithmetic'],
+    ['arithmetic on variables', "x='a[$(make)]'; ((x))", 'arithmetic'],
     ['PATH assignment', 'PATH=/tmp/evil ls', 'PATH'],
     ['invalid syntax', 'ls (', 'not valid bash'],
     // Found by the property below: the syntax error sat beside a redirection the walk skipped.
@@ -111,6 +111,9 @@ describe('policy rules (A2)', () => {
   it('A2: a deny rule still denies inside an undecidable line', () => {
     expect(judge('rm -rf $(pwd)', 'allow').decision).toBe('deny');
     expect(judge('echo $(rm -rf /)', 'allow').decision).toBe('deny');
+    // A6: the string a shell or a quoted subscript evaluates is parsed too.
+    expect(judge("env bash -c 'rm -rf /'", 'allow').decision).toBe('deny');
+    expect(judge("x='a[$(rm)]'; ((x))", 'allow').decision).toBe('deny');
   });
 
   it('A4: escalation is never allowed by a rule alone', () => {
