@@ -85,6 +85,7 @@
  *   - architectures other than x86-64 and aarch64: tether_seccomp_install fails with ENOSYS;
  *     aarch64 has no compat-numbers check (it would need AUDIT_ARCH_ARM too) and is not tested.
  */
+/* Needs _GNU_SOURCE or _DEFAULT_SOURCE (syscall(), CLONE_NEW*) before the first include. */
 #include <errno.h>
 #include <sched.h>
 #include <stddef.h>
@@ -152,6 +153,7 @@
 #define TETHER_SC_LD(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (off))
 #define TETHER_SC_RET(value) BPF_STMT(BPF_RET | BPF_K, (value))
 #define TETHER_SC_EPERM (SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA))
+#define TETHER_SC_COUNT(array) (sizeof(array) / sizeof(array)[0])
 
 /*
  * Appends at out[n] a test of nr (in the accumulator) against sorted[lo..hi): EPERM when it is
@@ -163,14 +165,16 @@ static int tether_seccomp_tree(struct sock_filter *out, int n, const int *sorted
   if (hi - lo <= 6) {
     int m = hi - lo;
     for (int i = 0; i < m; i++)
-      out[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)sorted[lo + i], m - i, 0);
+      out[n++] =
+        (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)sorted[lo + i], m - i, 0);
     out[n++] = (struct sock_filter)TETHER_SC_RET(SECCOMP_RET_ALLOW);
     out[n++] = (struct sock_filter)TETHER_SC_RET(TETHER_SC_EPERM);
     return n;
   }
   int mid = lo + (hi - lo) / 2, split = n++;
   n = tether_seccomp_tree(out, n, sorted, lo, mid);
-  out[split] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (unsigned)sorted[mid], n - split - 1, 0);
+  unsigned at = (unsigned)sorted[mid];
+  out[split] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, at, n - split - 1, 0);
   return tether_seccomp_tree(out, n, sorted, mid, hi);
 }
 
@@ -204,8 +208,8 @@ static int tether_seccomp_build(struct sock_filter *out, int deny_unix_sockets) 
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4),
     TETHER_SC_LD(TETHER_SC_ARG_LO(0)),
     BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
-             CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-               CLONE_NEWCGROUP,
+             CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+               CLONE_NEWUTS | CLONE_NEWCGROUP,
              1, 0),
     TETHER_SC_RET(SECCOMP_RET_ALLOW),
     TETHER_SC_RET(TETHER_SC_EPERM),
@@ -246,9 +250,10 @@ static int tether_seccomp_build(struct sock_filter *out, int deny_unix_sockets) 
     __NR_name_to_handle_at, __NR_open_by_handle_at,
     __NR_acct, __NR_swapon, __NR_swapoff, __NR_chroot,
   };
-  const int count = sizeof deny / sizeof deny[0];
-  _Static_assert(sizeof head + sizeof unix_sockets + 4 * count * sizeof(struct sock_filter) <= TETHER_SECCOMP_MAX * sizeof(struct sock_filter),
-                 "TETHER_SECCOMP_MAX too small");
+  const int count = TETHER_SC_COUNT(deny);
+  _Static_assert(
+    TETHER_SC_COUNT(head) + TETHER_SC_COUNT(unix_sockets) + 4 * TETHER_SC_COUNT(deny) <= TETHER_SECCOMP_MAX,
+    "TETHER_SECCOMP_MAX too small");
   for (int i = 1; i < count; i++)
     for (int j = i; j > 0 && deny[j - 1] > deny[j]; j--) {
       int t = deny[j];
@@ -256,9 +261,9 @@ static int tether_seccomp_build(struct sock_filter *out, int deny_unix_sockets) 
       deny[j - 1] = t;
     }
   int n = 0;
-  for (size_t i = 0; i < sizeof head / sizeof head[0]; i++) out[n++] = head[i];
+  for (size_t i = 0; i < TETHER_SC_COUNT(head); i++) out[n++] = head[i];
   if (deny_unix_sockets)
-    for (size_t i = 0; i < sizeof unix_sockets / sizeof unix_sockets[0]; i++) out[n++] = unix_sockets[i];
+    for (size_t i = 0; i < TETHER_SC_COUNT(unix_sockets); i++) out[n++] = unix_sockets[i];
   n = tether_seccomp_tree(out, n, deny, 0, count);
   return n;
 #else
