@@ -251,9 +251,9 @@ static int tether_seccomp_build(struct sock_filter *out, int deny_unix_sockets) 
     __NR_acct, __NR_swapon, __NR_swapoff, __NR_chroot,
   };
   const int count = TETHER_SC_COUNT(deny);
-  _Static_assert(
-    TETHER_SC_COUNT(head) + TETHER_SC_COUNT(unix_sockets) + 4 * TETHER_SC_COUNT(deny) <= TETHER_SECCOMP_MAX,
-    "TETHER_SECCOMP_MAX too small");
+  _Static_assert(TETHER_SC_COUNT(head) + TETHER_SC_COUNT(unix_sockets) + 4 * TETHER_SC_COUNT(deny)
+                   <= TETHER_SECCOMP_MAX,
+                 "TETHER_SECCOMP_MAX too small");
   for (int i = 1; i < count; i++)
     for (int j = i; j > 0 && deny[j - 1] > deny[j]; j--) {
       int t = deny[j];
