@@ -210,7 +210,7 @@ function declaration(keyword: string, args: readonly (string | null)[], out: Eva
       out.evaluations.push(nameEval(a, `the name ${show(a)} of \`${keyword}\``));
       continue;
     }
-    const found = assignment(a.slice(0, a[eq - 1] === '+' ? eq - 1 : eq), a.slice(eq + 1), a);
+    const found = assignment(a.slice(0, a[eq - 1] === '+' ? eq - 1 : eq), a.slice(eq + 1), `${keyword} ${a}`);
     out.evaluations.push(...found.evaluations);
     out.problems.push(...found.problems);
   }

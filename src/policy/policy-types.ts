@@ -114,6 +114,11 @@ export interface PolicyRequest {
   readonly undecidable: readonly string[];
   /** What the rules and the default said before anyone was asked. */
   readonly verdict: PolicyDecision;
+  /**
+   * Why, in words (A6: the evaluated word, the lookup change or the wrapped program that made
+   * it `ask`), e.g. "`setsid rm x` (which runs `rm x`) …".
+   */
+  readonly reason: string;
   readonly cwd: string;
   /** The sandbox the command would run in (`{ mode: 'off' }` when none is configured). */
   readonly sandbox: SandboxOptions;

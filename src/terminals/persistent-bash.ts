@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { assertArgument, TetherError } from '../errors.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import { passDecision } from '../policy/policy-passed.js';
 import type { PolicyStep } from '../policy/policy-types.js';
 import type { TerminalCommandResult, TerminalService } from './terminal-types.js';
 
@@ -58,8 +59,13 @@ export function createPersistentBash(
 ): PersistentBash {
   // Tokens have reference identity; a WeakMap lets a retired owner's entry go with it.
   const shells = new WeakMap<AgentOwnerToken, Promise<string>>();
+  // A1/A6: `run` decided the command before anything starts; the open of the hidden shell and
+  // the execute (and the `cd` of `cwd`) carry that one decision instead of being asked again.
+  // Without a decide step of its own the terminal service decides them like any terminal's.
+  const carry = <T extends object>(options: T): T =>
+    defaults.decide === undefined ? options : passDecision(options);
   const open = (owner: AgentOwnerToken): Promise<string> => {
-    const id = terminals.open(owner, { hidden: true }).then((info) => info.id);
+    const id = terminals.open(owner, carry({ hidden: true })).then((info) => info.id);
     shells.set(owner, id);
     id.catch(() => shells.delete(owner));
     return id;
@@ -70,7 +76,8 @@ export function createPersistentBash(
     command: string,
     opts: PersistentBashRunOptions,
   ) => {
-    const { cwd, ...rest } = opts;
+    const { cwd, ...options } = opts;
+    const rest = carry(options);
     if (cwd !== undefined) {
       const dir = resolve(defaults.cwd, cwd);
       const cd = await terminals.execute(owner, id, `cd -- ${shellQuote(dir)}`, rest);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { assertArgument, TetherError } from '../errors.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import { decisionPassed } from '../policy/policy-passed.js';
 import type { TerminalHandle } from '../subprocess/types.js';
 import { ExecutionCapture } from './execution-capture.js';
 import { executeLine } from './shell-protocol.js';
@@ -55,8 +56,9 @@ export async function executeCommand(
     opts.signal === undefined || opts.signal instanceof AbortSignal,
     'signal must be an AbortSignal',
   );
-  // A1: a hidden terminal's commands were judged by the layer that hides it (persistent bash).
-  if (!record.hidden) {
+  // A1: every command is judged, a hidden terminal's too (A6), unless the persistent bash
+  // decided it already and passed that decision on (see decideOpen).
+  if (!decisionPassed(opts)) {
     await table.config.decide?.({
       action: 'terminal.execute',
       owner,

@@ -4,6 +4,7 @@ import { terminalMachine } from '../../machines/terminal.js';
 import { assertArgument, TetherError } from '../errors.js';
 import { verdictFact } from '../observe/verdict-fact.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import { decisionPassed } from '../policy/policy-passed.js';
 import type { TerminalHandle } from '../subprocess/types.js';
 import { screenFact } from './screen.js';
 import { TerminalRecord } from './terminal-record.js';
@@ -17,8 +18,12 @@ import type {
 } from './terminal-types.js';
 
 /**
- * A1: opening is judged as its shell; a hidden terminal (the persistent bash's) is judged per
- * command by the layer that hides it. A runtime disposed while the approver thought opens nothing.
+ * A1: opening is judged as its shell, hidden or not (A6: `open(owner, { hidden: true })` is no
+ * way around the policy). The persistent bash's own open is the one exception: it decided the
+ * command the shell is opened for just before (action `persistent-bash`) and passes that
+ * decision on (`passDecision`), so the approver is not asked twice for one command, and a
+ * policy that allows the command but has no rule for the shell still runs it. A runtime
+ * disposed while the approver thought opens nothing.
  */
 async function decideOpen(
   table: TerminalTable,
@@ -27,7 +32,7 @@ async function decideOpen(
 ): Promise<void> {
   const { decide, defaults } = table.config;
   assertArgument(typeof opts === 'object' && opts !== null, 'open options must be an object');
-  if (decide === undefined || opts.hidden === true) return;
+  if (decide === undefined || decisionPassed(opts)) return;
   const shell = opts.shell ?? defaults.shell;
   await decide({ action: 'terminal.open', owner, command: shell, cwd: opts.cwd ?? defaults.cwd });
   if (table.disposing)

@@ -158,7 +158,7 @@ describe('the policy step (A1)', () => {
       command: 'ls | wc -l && echo done',
       justification: 'count the files',
     });
-    expect(r.ok).toBe(true);
+    expect(r.ok, r.text).toBe(true);
     const [request] = seen;
     expect(request).toMatchObject({
       action: 'shell.run',
