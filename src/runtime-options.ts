@@ -1,11 +1,14 @@
+import { accessSync, constants, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
-import { assertArgument } from './errors.js';
+import { assertArgument, TetherError } from './errors.js';
 import type { LogOption } from './observe/fact-log.js';
 import type { Policy } from './policy/policy-types.js';
+import { assertRuntimeOptions } from './runtime-schema.js';
 import type { IsolationMode, SandboxOptions } from './sandbox/sandbox-types.js';
 import { defaultStateDir } from './subprocess/containment/runtime-boundary.js';
+import { assertFilesystemPath } from './subprocess/containment/state-dir.js';
 import type { EnvPolicy } from './subprocess/env.js';
 import type { SubprocessProvider } from './subprocess/types.js';
 import type { ToolRegistryOptions } from './tools/tool-types.js';
@@ -136,6 +139,7 @@ export interface ResolvedOptions {
 /** Fills defaults and rejects nonsense with INVALID_ARGUMENT naming the option (R). */
 export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
   assertArgument(typeof options === 'object' && options !== null, 'createRuntime options must be an object');
+  assertRuntimeOptions(options); // one schema: no option is silently accepted (R)
   const limits = options.limits ?? {};
   const resolved: ResolvedOptions = {
     provider: options.provider,
@@ -180,6 +184,9 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     typeof resolved.stateDir === 'string' && resolved.stateDir.length > 0,
     'stateDir must be a directory path',
   );
+  // Before anything makes them: Node 20's recursive mkdirSync never returns below /proc.
+  assertFilesystemPath(resolved.stateDir, 'stateDir');
+  if (resolved.spillDir !== false) assertFilesystemPath(resolved.spillDir, 'spillDir');
   assertPositiveInteger('limits.spillBudgetBytes', resolved.spillBudgetBytes, 0);
   assertArgument(
     resolved.inspect === undefined || typeof resolved.inspect === 'function',
@@ -192,6 +199,8 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     );
   }
   if (resolved.provider !== undefined) assertProvider(resolved.provider, 'provider');
+  // A provider of its own (ssh, a container) has its own filesystem: only local paths are checked.
+  else assertLocalPlaces(resolved.cwd, resolved.shell);
   assertPositiveInteger('limits.outputCapChars', resolved.outputCapChars, 200);
   assertPositiveInteger('limits.cleanupGraceMs', resolved.cleanupGraceMs, 0);
   assertPositiveInteger('limits.drainMs', resolved.drainMs, 0);
@@ -222,6 +231,35 @@ export function assertProvider(value: unknown, what: string): asserts value is S
       typeof candidate.spawnTerminal === 'function' &&
       typeof candidate.name === 'string',
     `${what} must be a SubprocessProvider: an object with a string 'name' and spawn(spec) and spawnTerminal(spec) methods`,
+  );
+}
+
+// The default cwd must be a directory and the default shell an executable file (R), so a typo
+// fails here and not as every command's exit 127.
+function assertLocalPlaces(cwd: string, shell: string): void {
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(cwd).isDirectory();
+  } catch {}
+  if (!isDirectory)
+    throw new TetherError(
+      'CWD_NOT_FOUND',
+      `cwd ${cwd} is not a directory; pass an existing one (default: process.cwd())`,
+    );
+  const candidates = shell.includes('/')
+    ? [shell]
+    : (process.env.PATH ?? '').split(delimiter).map((dir) => join(dir || '.', shell));
+  const found = candidates.some((file) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  });
+  assertArgument(
+    found,
+    `shell ${shell} is not an executable file; pass a path such as /bin/bash (the default)`,
   );
 }
 

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { createAgentService } from './agents/agent-service.js';
 import type { AgentService, AgentServiceStats } from './agents/agent-types.js';
 import { assertArgument, TetherError } from './errors.js';
@@ -229,6 +230,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   });
   const inFlight = new Set<Promise<unknown>>();
   const lifetime = new AbortController();
+  // Every running command listens on it (one listener each): no MaxListenersExceededWarning at 11.
+  setMaxListeners(0, lifetime.signal);
   let disposing: Promise<void> | null = null;
 
   // Every call is tracked so dispose can wait for it; nothing starts after dispose began.
@@ -324,6 +327,9 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     tools,
     owners: {
       host(options?: PlacementOptions) {
+        // D2: a lease of a disposed runtime would look live and own nothing.
+        if (disposing)
+          throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
         if (options !== undefined) placement.check(options, 'owners.host options');
         const lease = reclaimedOnRetire(owners.host());
         if (options !== undefined) placement.assign(lease.token, options);

@@ -100,16 +100,36 @@ export function shellPolicyCheck(
   };
 }
 
+/** The longest `timeoutMs` a Node timer holds (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
 /** Throws INVALID_ARGUMENT naming the field for a request no shell could run. */
 export function validateShellRequest(req: ShellRequest): void {
   assertArgument(typeof req === 'object' && req !== null, 'shell request must be an object { command, ... }');
   assertArgument(typeof req.command === 'string', 'command must be a string, e.g. { command: "ls -la" }');
   assertArgument(!req.command.includes('\0'), 'command must not contain NUL characters');
+  assertArgument(req.command.trim() !== '', 'command must not be empty or blank, e.g. { command: "ls -la" }');
   if (req.timeoutMs !== undefined) {
+    // A Node timer of 2^31 ms or more fires after 1 ms: refused like jobs.wait refuses it.
     assertArgument(
-      Number.isFinite(req.timeoutMs) && req.timeoutMs > 0,
-      `timeoutMs must be a positive finite number of milliseconds, got ${String(req.timeoutMs)}`,
+      typeof req.timeoutMs === 'number' && req.timeoutMs > 0 && req.timeoutMs <= MAX_TIMEOUT_MS,
+      `timeoutMs must be a number of milliseconds in (0, ${MAX_TIMEOUT_MS}], got ${String(req.timeoutMs)}`,
     );
+  }
+  if (req.env !== undefined) {
+    assertArgument(
+      typeof req.env === 'object' && req.env !== null && !Array.isArray(req.env),
+      'env must be an object of names to strings (or undefined to delete one)',
+    );
+    for (const [name, value] of Object.entries(req.env)) {
+      assertArgument(
+        name !== '' &&
+          !name.includes('=') &&
+          !name.includes('\0') &&
+          (value === undefined || (typeof value === 'string' && !value.includes('\0'))),
+        `env ${JSON.stringify(name)} must be a name without '=' with a string value without NUL (or undefined)`,
+      );
+    }
   }
   if (req.cwd !== undefined) {
     assertArgument(typeof req.cwd === 'string' && req.cwd !== '', 'cwd must be a non-empty string path');

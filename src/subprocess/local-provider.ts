@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn as spawnChild } from 'node:child_process';
+import { type ChildProcess, type SpawnOptions, spawn as spawnChild } from 'node:child_process';
 import { statSync } from 'node:fs';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { findExecutable } from '../../workers/pty-path.js';
@@ -128,7 +128,7 @@ async function spawnLocal(
   try {
     // Behind an entry wrapper a missing program would be the wrapper's exit 127: refuse first.
     if (tree.program !== null) assertExecutable(tree.program, spec.cwd, tree.env.PATH);
-    const child = spawnChild(file, args, {
+    const child = spawnOrRefuse(file, args, {
       cwd: spec.cwd,
       env: tree.env,
       detached: true,
@@ -139,6 +139,25 @@ async function spawnLocal(
   } catch (err) {
     tree.release();
     throw err;
+  }
+}
+
+// `child_process.spawn`, whose synchronous throws (E2BIG, a NUL byte) become TetherErrors like
+// the spawner's refusals (R).
+function spawnOrRefuse(file: string, args: readonly string[], options: SpawnOptions): ChildProcess {
+  try {
+    return spawnChild(file, args, options);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ERR_INVALID_ARG_VALUE' || code === 'ERR_INVALID_ARG_TYPE')
+      throw new TetherError('INVALID_ARGUMENT', (err as Error).message, { cause: err });
+    throw new TetherError(
+      'SPAWN_FAILED',
+      `'${file}' could not be started: ${code ?? (err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
   }
 }
 

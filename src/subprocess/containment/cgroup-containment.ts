@@ -102,8 +102,11 @@ export function createCgroupContainment(opts: CgroupContainmentOptions): Contain
         return inFlight;
       },
       release() {
-        removeCgroup(treeDir);
         open.delete(treeDir);
+        if (removeCgroup(treeDir)) return;
+        // A leader cloned into it whose exec failed may not have left it yet: remove it as
+        // soon as it is empty, not at dispose.
+        void waitUnpopulated(treeDir, 2000).then(() => removeCgroup(treeDir));
       },
     };
     return boundary;
