@@ -81,6 +81,7 @@ export {
 export {
   DEFAULT_DENY_READ,
   type IsolationMode,
+  SANDBOX_UID,
   type SandboxDescription,
   type SandboxMode,
   type SandboxNetwork,

@@ -147,6 +147,7 @@ export function createPlacement(deps: PlacementDeps): Placement {
         isolation: d ? 'pid' : 'none',
         writableRoots: d?.writableRoots ?? [],
         denyRead: d?.denyRead ?? [],
+        uid: d?.uid ?? process.getuid?.() ?? 0,
         enclaves,
       };
     },

@@ -1,5 +1,5 @@
-import { lstatSync, realpathSync } from 'node:fs';
-import { join } from 'node:path';
+import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { type Confinement, isWithin } from './sandbox-options.js';
 
 /**
@@ -12,35 +12,60 @@ const HOLDER =
   'trap : CHLD; echo ready >&2; exec >/dev/null 2>&1 </dev/null; while :; do sleep 86400 & wait; done';
 
 /**
- * The bubblewrap arguments of one owner's enclave (A3, K5): a PID namespace with the holder
- * as pid 1, dying with the runtime (`--die-with-parent`), reporting its child pid on fd 1.
- * Sandboxed (mode not `off`): the host root read-only, a fresh `/dev` and `/proc`, a private
- * `/tmp` (the workspace stays visible read-only when it lives there), the writable roots
- * bound read-write with their `.git/hooks` and `.git/config` read-only again, the denied
- * paths covered by unreadable empty ones, no capabilities, and a network namespace of its
- * own unless `network: 'host'`. Bubblewrap applies these in order, so later ones win.
- * `unreadable` is an empty mode-000 file (the bind keeps it alive after it is unlinked).
+ * The bubblewrap arguments of one owner's enclave (A3, A6, K5): a PID namespace with the
+ * holder as pid 1, dying with the runtime (`--die-with-parent`), reporting its child pid on fd 1.
+ *
+ * In every mode the host's top-level directories are bound one by one, never `/` as a whole:
+ * a bind of `/` would carry the host's `/proc` beneath the enclave's own, and unmounting the
+ * enclave's would show it. So `/proc` is the enclave's alone (its `sys` and `sysrq-trigger`
+ * read-only), and `/sys` (with the cgroup filesystem) is read-only: a process inside cannot
+ * write a kernel setting, a sibling's `cgroup.kill`, or itself into another cgroup.
+ *
+ * Sandboxed (mode not `off`): the directories read-only and `/` itself too, a fresh `/dev`, a
+ * private `/tmp` (the workspace stays visible read-only when it lives there), the writable
+ * roots bound read-write (`staged[i]`, when given, is root i as an idmapped mount: see
+ * idmap-mode.h) with their `.git` read-only as a whole, the denied paths covered by unreadable
+ * empty ones, no capabilities, and a network namespace of its own unless `network: 'host'`.
+ * Bubblewrap applies these in order, so later ones win. `unreadable` is an empty mode-000 file
+ * (the bind keeps it alive after it is unlinked).
  *
  * @example
  * ```ts
- * spawn('bwrap', [...enclaveArgs(confinement, '/tmp/x/empty'), '--', '/bin/bash', '-c', HOLDER]);
+ * spawn('bwrap', [...enclaveArgs(confinement, '/tmp/x/empty', null), '--', '/bin/bash', '-c', HOLDER]);
  * ```
  */
-export function enclaveArgs(confinement: Confinement, unreadable: string): string[] {
+export function enclaveArgs(
+  confinement: Confinement,
+  unreadable: string,
+  staged: readonly string[] | null,
+): string[] {
   const { description: d, workspace } = confinement;
-  const common = ['--die-with-parent', '--unshare-pid', '--unshare-ipc', '--as-pid-1', '--info-fd', '1'];
+  const sandboxed = d.mode !== 'off';
+  const args = ['--die-with-parent', '--unshare-pid', '--unshare-ipc', '--as-pid-1', '--info-fd', '1'];
+  args.push(...hostTopLevel(sandboxed ? '--ro-bind' : '--dev-bind', sandboxed ? ['/tmp'] : []));
+  args.push(...(sandboxed ? ['--dev', '/dev'] : ['--dev-bind', '/dev', '/dev']));
+  args.push('--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys');
+  args.push('--ro-bind-try', '/proc/sysrq-trigger', '/proc/sysrq-trigger', '--ro-bind', '/sys', '/sys');
   const holder = ['--', '/bin/bash', '-c', HOLDER];
-  if (d.mode === 'off') {
-    // K5 only: the whole host filesystem as it is, a /proc of the new PID namespace.
-    return [...common, '--dev-bind', '/', '/', '--dev-bind', '/dev', '/dev', '--proc', '/proc', ...holder];
-  }
-  const args = [...common, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  if (!sandboxed) return [...args, '--cap-drop', 'ALL', ...holder];
+  args.push('--perms', '1777', '--tmpfs', '/tmp');
   if (isWithin(workspace, '/tmp') && !d.writableRoots.some((root) => isWithin(workspace, root))) {
-    args.push('--ro-bind', workspace, workspace);
+    args.push(...parentsInTmp(workspace), '--ro-bind', workspace, workspace);
   }
+  // A path below a writable root, as bubblewrap should read it: through that root's idmapped
+  // mount when there is one, so what is bound read-only over it shows the same owner.
+  const source = (path: string): string => {
+    const i = d.writableRoots.findIndex((root) => isWithin(path, root));
+    const stage = i < 0 ? undefined : staged?.[i];
+    return stage === undefined ? path : join(stage, relative(d.writableRoots[i] as string, path));
+  };
+  d.writableRoots.forEach((root, i) => {
+    args.push(...parentsInTmp(root), '--bind', staged?.[i] ?? root, root);
+  });
   for (const root of d.writableRoots) {
-    args.push('--bind', root, root);
-    args.push(...gitGuards(root));
+    for (const git of gitPaths(root).filter((p) => d.writableRoots.some((r) => isWithin(p, r)))) {
+      args.push('--ro-bind', source(git), git);
+    }
   }
   for (const denied of d.denyRead) {
     const path = realOrNull(denied);
@@ -50,24 +75,72 @@ export function enclaveArgs(confinement: Confinement, unreadable: string): strin
     else if (kind === 'file') args.push('--ro-bind', unreadable, path);
   }
   if (d.network === 'none') args.push('--unshare-net');
-  args.push('--cap-drop', 'ALL');
+  args.push('--remount-ro', '/', '--cap-drop', 'ALL');
   return [...args, ...holder];
 }
 
-// A3: a planted hook or `core.fsmonitor` would run outside the sandbox the next time a person
-// uses git, so these two stay read-only even inside a writable root (a missing hooks directory
-// becomes an empty read-only one). A `.git` file (a worktree) points outside the root.
-function gitGuards(root: string): string[] {
+// Every entry of the host's `/` but the ones the enclave makes itself, as bind (directories,
+// files) or symlink (merged-/usr links such as /bin -> usr/bin) arguments.
+function hostTopLevel(bind: '--dev-bind' | '--ro-bind', alsoSkip: readonly string[]): string[] {
+  const skip = new Set(['/proc', '/sys', '/dev', ...alsoSkip]);
+  const args: string[] = [];
+  for (const name of readdirSync('/').sort()) {
+    const path = `/${name}`;
+    if (skip.has(path)) continue;
+    try {
+      const stat = lstatSync(path);
+      if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path);
+      else if (stat.isDirectory() || stat.isFile()) args.push(bind, path, path);
+    } catch {} // gone since readdir
+  }
+  return args;
+}
+
+// The directories between /tmp and `path` inside the private /tmp, made traversable (bubblewrap
+// would make them 0700, which the sandbox's unprivileged uid cannot enter).
+function parentsInTmp(path: string): string[] {
+  const args: string[] = [];
+  for (let dir = dirname(path); dir !== '/tmp' && isWithin(dir, '/tmp'); dir = dirname(dir)) {
+    args.unshift('--perms', '0755', '--dir', dir);
+  }
+  return args;
+}
+
+/**
+ * A6: what of a writable root's git repository stays read-only, because the host's own git runs
+ * what is written there (hooks, `core.fsmonitor`, filter drivers, `commondir` and `alternates`
+ * pointing elsewhere): `.git` as a whole (a bind, so it cannot be renamed away either: EBUSY),
+ * and for a `.git` file (a worktree) the directory it names and that directory's `commondir`.
+ * A missing `.git` returns nothing: one made inside the sandbox is the agent's (README).
+ *
+ * @example
+ * ```ts
+ * gitPaths('/work/repo'); // ['/work/repo/.git']
+ * ```
+ */
+export function gitPaths(root: string): string[] {
   const git = join(root, '.git');
-  if (kindOf(git) !== 'dir') return [];
-  const hooks = join(git, 'hooks');
-  const config = join(git, 'config');
-  const guards =
-    kindOf(hooks) === 'dir'
-      ? ['--ro-bind', hooks, hooks]
-      : ['--perms', '0555', '--tmpfs', hooks, '--remount-ro', hooks];
-  if (kindOf(config) === 'file') guards.push('--ro-bind', config, config);
-  return guards;
+  const kind = kindOf(git);
+  if (kind === 'dir') return [git];
+  if (kind !== 'file') return [];
+  const paths = [git];
+  const gitdir = pointer(git, /^gitdir:\s*(.+)$/m, root);
+  if (gitdir !== null && kindOf(gitdir) === 'dir') {
+    paths.push(gitdir);
+    const common = pointer(join(gitdir, 'commondir'), /^(.+)$/m, gitdir);
+    if (common !== null && kindOf(common) === 'dir') paths.push(common);
+  }
+  return [...new Set(paths)];
+}
+
+// The real path a git indirection file names (relative to `base`), or null.
+function pointer(file: string, pattern: RegExp, base: string): string | null {
+  try {
+    const target = pattern.exec(readFileSync(file, 'utf8'))?.[1]?.trim();
+    return target ? realpathSync(resolve(base, target)) : null;
+  } catch {
+    return null;
+  }
 }
 
 function kindOf(path: string): 'dir' | 'file' | null {

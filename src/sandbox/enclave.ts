@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TetherError } from '../errors.js';
@@ -11,7 +11,7 @@ import { namespacesRefused, type SandboxTools } from './sandbox-tools.js';
 /**
  * One owner's standing set of namespaces (K5, A3): made once by bubblewrap, entered by every
  * command, job and terminal of that owner, ended with it. Its pid 1 (`holder`) is what
- * `nsenter` targets; `alive` turns false when the enclave ended, for whatever reason.
+ * every entering process joins; `alive` turns false when the enclave ended, for whatever reason.
  */
 export interface Enclave {
   /** The enclave's pid 1, as the host sees it, with its start time. */
@@ -30,7 +30,7 @@ export interface Enclave {
  * @example
  * ```ts
  * const enclave = await startEnclave(localProvider, tools, confinement, '/work/repo');
- * // nsenter -t enclave.holder.pid -m -p -i ...
+ * // tether-spawner --enter <enclave.holder…> …
  * await enclave.dispose();
  * ```
  */
@@ -41,13 +41,17 @@ export async function startEnclave(
   cleanupGraceMs: number,
 ): Promise<Enclave> {
   // An empty file nobody may read, to bind over denied files; the bind keeps it after unlink.
+  // `stage` stays an empty directory on the host: the idmapped roots are mounted on it only in
+  // the private mount namespace of the process that becomes bubblewrap (idmap-mode.h).
   const scratch = mkdtempSync(join(tmpdir(), 'tether-enclave-'));
   const unreadable = join(scratch, 'denied');
   writeFileSync(unreadable, '', { mode: 0o000 });
+  const stage = join(scratch, 'roots');
+  mkdirSync(stage);
   let handle: SubprocessHandle | null = null;
   try {
     handle = await inner.spawn({
-      argv: [tools.bwrap, ...enclaveArgs(confinement, unreadable)],
+      argv: bubblewrapArgv(tools, confinement, unreadable, stage),
       cwd: '/',
       stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
       cleanupGraceMs,
@@ -69,8 +73,47 @@ export async function startEnclave(
     await handle?.kill();
     throw error;
   } finally {
-    rmSync(scratch, { recursive: true, force: true });
+    // Never recursive through `stage`: were a root still mounted there, its files would go.
+    rmSync(unreadable, { force: true });
+    rmdirQuietly(stage);
+    rmdirQuietly(scratch);
   }
+}
+
+// A6: as root, the writable roots are idmapped (each owner's files shown as the sandbox uid's,
+// its writes stored as the owner's) by the spawner binary, which then execs bubblewrap.
+function bubblewrapArgv(
+  tools: SandboxTools,
+  confinement: Confinement,
+  unreadable: string,
+  stage: string,
+): [string, ...string[]] {
+  const { writableRoots, uid } = confinement.description;
+  if (uid === (process.getuid?.() ?? 0) || writableRoots.length === 0) {
+    return [tools.bwrap, ...enclaveArgs(confinement, unreadable, null)];
+  }
+  const owners = writableRoots.flatMap((root) => {
+    const { uid: ownerUid, gid: ownerGid } = statSync(root);
+    return [root, String(ownerUid), String(ownerGid)];
+  });
+  const staged = writableRoots.map((_, i) => join(stage, String(i)));
+  return [
+    tools.enter,
+    '--idmap',
+    stage,
+    String(uid),
+    String(uid),
+    ...owners,
+    '--',
+    tools.bwrap,
+    ...enclaveArgs(confinement, unreadable, staged),
+  ];
+}
+
+function rmdirQuietly(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {}
 }
 
 // Reads bubblewrap's info JSON (the child pid) from stdout and the holder's `ready` from stderr.

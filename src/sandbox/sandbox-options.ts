@@ -5,6 +5,7 @@ import { assertArgument } from '../errors.js';
 import {
   DEFAULT_DENY_READ,
   type IsolationMode,
+  SANDBOX_UID,
   type SandboxDescription,
   type SandboxOptions,
 } from './sandbox-types.js';
@@ -67,6 +68,7 @@ export function resolveConfinement(
       isolation: 'pid',
       writableRoots,
       denyRead: denyRead.map(expandHome),
+      uid: sandboxUid(mode),
     },
   };
 }
@@ -81,6 +83,12 @@ export function resolveConfinement(
  */
 export function isWithin(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+
+// A6: a sandbox never runs as the host's root; isolation alone keeps the runtime's uid.
+function sandboxUid(mode: SandboxOptions['mode']): number {
+  const own = process.getuid?.() ?? 0;
+  return mode !== 'off' && own === 0 ? SANDBOX_UID : own;
 }
 
 function assertSandboxShape(sandbox: SandboxOptions, what: string): void {

@@ -2,7 +2,9 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { TetherError } from '../errors.js';
 import { type LocalProvider, programNotFound } from '../subprocess/local-provider.js';
+import { joinField } from '../subprocess/spawner/spawner.js';
 import type {
+  NamespaceJoin,
   SubprocessHandle,
   SubprocessProvider,
   SubprocessSpawnSpec,
@@ -52,8 +54,9 @@ export interface SandboxProviderOptions {
  * every process and terminal it starts runs inside one enclave — a standing set of
  * namespaces bubblewrap makes on the first spawn (PID and IPC always; mount, network and no
  * capabilities when sandboxed) — joined by the inner provider's spawner between clone and
- * exec where it has one (`spawnJoined`), else entered with `nsenter` (and, sandboxed, `setpriv`
- * dropping every capability), as terminals always are. The inner provider still spawns,
+ * exec where it has one (`spawnJoined`), else entered with the spawner binary's `--enter`, as
+ * terminals always are. Every entered process gives up every capability and new privileges,
+ * runs as an unprivileged uid when sandboxed as root, and under the seccomp filter (A6). The inner provider still spawns,
  * sanitizes the env (S3), marks and kills the tree (S4) and proves `stdin_read` from the host /proc (the host sees the real pids).
  * `dispose()` ends the enclave: every process in it dies with its pid 1. Nothing falls back
  * to running unconfined: a spawn whose enclave cannot start rejects SANDBOX_UNAVAILABLE.
@@ -98,7 +101,7 @@ export function createSandboxProvider(
     }
   };
 
-  // Before any spawn: the checks nsenter would fail less clearly, then the enclave.
+  // Before any spawn: the checks the entry would fail less clearly, then the enclave.
   const prepare = async (spec: SubprocessSpawnSpec | TerminalSpawnSpec): Promise<Enclave> => {
     if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
     assertVisible(spec.cwd, confinement);
@@ -106,22 +109,28 @@ export function createSandboxProvider(
     return enclave();
   };
   const namespaces = sandboxed ? (['mnt', 'pid', 'ipc', 'net'] as const) : (['mnt', 'pid', 'ipc'] as const);
+  // A6: what every process entering the enclave gives up (confine.h): every capability and new
+  // privileges, the host's root (sandboxed, as root: SANDBOX_UID), the seccomp filter's calls.
+  const identity =
+    description.uid === (process.getuid?.() ?? 0) ? null : { uid: description.uid, gid: description.uid };
+  const syscalls = sandboxed && description.network === 'none' ? 'no-unix' : 'always';
+  const joinOf = ({ holder }: Enclave): NamespaceJoin => ({
+    holder,
+    namespaces,
+    dropCapabilities: true,
+    identity,
+    syscalls,
+  });
 
-  // nsenter joins the enclave's namespaces, then its cwd there (see SandboxTools.chdir); setpriv drops every capability (the
-  // enclave's bubblewrap dropped them for its pid 1 only; an entered process would keep root's).
-  const entered = <S extends SubprocessSpawnSpec | TerminalSpawnSpec>(spec: S, { holder }: Enclave): S => {
-    const join = ['-t', String(holder.pid), ...namespaces.map((ns) => NSENTER_FLAG[ns])];
-    const drop = sandboxed
-      ? [tools.setpriv, '--bounding-set=-all', '--inh-caps=-all', '--no-new-privs', '--']
-      : [];
-    const chdir = tools.chdir(spec.cwd);
+  // The spawner binary's `--enter` joins the enclave, takes the cwd there and confines the
+  // process the way the spawner's own children are: for terminals (node-pty forks and execs
+  // it) and for spawns when the spawner process is gone.
+  const entered = <S extends SubprocessSpawnSpec | TerminalSpawnSpec>(spec: S, made: Enclave): S => {
     const argv: [string, ...string[]] = [
-      tools.nsenter,
-      ...join,
-      ...chdir.nsenter,
-      '--',
-      ...drop,
-      ...chdir.exec,
+      tools.enter,
+      '--enter',
+      joinField(joinOf(made)),
+      spec.cwd,
       ...spec.argv,
     ];
     return { ...spec, argv };
@@ -136,14 +145,10 @@ export function createSandboxProvider(
     async spawn(spec): Promise<SubprocessHandle> {
       const inner = innerNow();
       const made = await prepare(spec);
-      // The same namespaces and capabilities, joined by the spawner between clone and exec:
-      // no nsenter, no setpriv, no extra exec (A3 cost). Else (no spawner) through nsenter.
+      // The same namespaces and confinement, joined by the spawner between clone and exec: no
+      // extra exec (A3 cost). Else (the spawner process is gone) through `--enter`.
       if (joinsNamespaces(inner)) {
-        const handle = await inner.spawnJoined(spec, {
-          holder: made.holder,
-          namespaces,
-          dropCapabilities: sandboxed,
-        });
+        const handle = await inner.spawnJoined(spec, joinOf(made));
         if (handle !== null) return handle;
       }
       return inner.spawn(entered(spec, made));
@@ -166,8 +171,6 @@ export function createSandboxProvider(
   };
 }
 
-const NSENTER_FLAG = { mnt: '-m', pid: '-p', ipc: '-i', net: '-n' } as const;
-
 // A provider that can start a child inside an enclave itself (the local one, with its spawner).
 function joinsNamespaces(
   provider: SubprocessProvider,
@@ -176,7 +179,7 @@ function joinsNamespaces(
 }
 
 // S1: a missing program is SPAWN_FAILED, as with the inner provider, not an exit 127 of the
-// entered nsenter. Looked up on the host: the sandbox sees the host's filesystem (read-only),
+// entry. Looked up on the host: the sandbox sees the host's filesystem (read-only),
 // except a private /tmp and the denyRead paths, where the exec inside still fails (exit 127).
 function assertProgram(file: string, cwd: string, path: string): void {
   const runnable = (candidate: string) => {
@@ -194,7 +197,7 @@ function assertProgram(file: string, cwd: string, path: string): void {
 }
 
 // A cwd under the host /tmp is not inside the sandbox (its /tmp is private) unless it is a
-// writable root or the workspace: say so instead of letting nsenter fail with a bare ENOENT.
+// writable root or the workspace: say so instead of letting the entry fail with a bare ENOENT.
 function assertVisible(cwd: string, confinement: Confinement): void {
   const { description: d, workspace } = confinement;
   if (d.mode === 'off' || !isWithin(cwd, '/tmp')) return;

@@ -1,35 +1,28 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { TetherError } from '../errors.js';
+import { spawnerBinary } from '../subprocess/spawner/spawner.js';
 
 /** The executables an enclave needs, by absolute path. */
 export interface SandboxTools {
   readonly bwrap: string;
-  readonly nsenter: string;
-  readonly setpriv: string;
   /**
-   * How a command gets its cwd inside the enclave's mount namespace: `nsenter --wdns`
-   * (util-linux 2.38+), else `env --chdir` after entering. Never `nsenter --wd`: it opens the
-   * directory before entering, so the command would write through the host's mount.
+   * The compiled spawner (`build/tether-spawner`): its `--enter` mode joins an enclave and
+   * confines the process as the spawner's own children are (A6: uid, capabilities, seccomp),
+   * its `--idmap` mode prepares the writable roots for bubblewrap.
    */
-  readonly chdir: (cwd: string) => { readonly nsenter: readonly string[]; readonly exec: readonly string[] };
+  readonly enter: string;
 }
 
-const PACKAGES: Readonly<Record<'bwrap' | 'nsenter' | 'setpriv', string>> = {
-  bwrap: 'bubblewrap',
-  nsenter: 'util-linux',
-  setpriv: 'util-linux',
-};
-
 /**
- * Finds bwrap, nsenter and setpriv in PATH, or throws SANDBOX_UNAVAILABLE naming the Debian
- * package to install (A3: nothing silently runs unsandboxed). Linux only: elsewhere the
- * error says the sandbox is not provided (macOS `sandbox-exec` and Windows are not wired).
+ * Finds bwrap in PATH and the compiled spawner, or throws SANDBOX_UNAVAILABLE naming what to
+ * install (A3: nothing silently runs unsandboxed). Linux only: elsewhere the error says the
+ * sandbox is not provided (macOS `sandbox-exec` and Windows are not wired).
  *
  * @example
  * ```ts
- * const tools = findSandboxTools(); // { bwrap: '/usr/bin/bwrap', ... }
+ * const tools = findSandboxTools(); // { bwrap: '/usr/bin/bwrap', enter: '/…/build/tether-spawner' }
  * ```
  */
 export function findSandboxTools(env: NodeJS.ProcessEnv = process.env): SandboxTools {
@@ -41,46 +34,33 @@ export function findSandboxTools(env: NodeJS.ProcessEnv = process.env): SandboxT
     );
   }
   const dirs = (env.PATH ?? '').split(delimiter).filter((d) => d.length > 0);
-  const find = (name: keyof typeof PACKAGES): string => {
-    for (const dir of dirs) {
-      const file = join(dir, name);
-      try {
-        accessSync(file, constants.X_OK);
-        return file;
-      } catch {}
-    }
+  const bwrap = dirs.map((dir) => join(dir, 'bwrap')).find(isExecutable);
+  if (bwrap === undefined) {
     throw new TetherError(
       'SANDBOX_UNAVAILABLE',
-      `the sandbox needs '${name}' (Debian/Ubuntu package '${PACKAGES[name]}': apt-get install -y ${PACKAGES[name]}), ` +
+      "the sandbox needs 'bwrap' (Debian/Ubuntu package 'bubblewrap': apt-get install -y bubblewrap), " +
         'and it is not in PATH; install it, or run without sandbox/isolation',
     );
-  };
-  const bwrap = find('bwrap');
-  const nsenter = find('nsenter');
-  const wdns = supportsWdns(nsenter);
-  return {
-    bwrap,
-    nsenter,
-    setpriv: find('setpriv'),
-    chdir: (cwd) =>
-      wdns ? { nsenter: [`--wdns=${cwd}`], exec: [] } : { nsenter: [], exec: ['env', `--chdir=${cwd}`] },
-  };
+  }
+  const enter = spawnerBinary();
+  if (enter === null) {
+    throw new TetherError(
+      'SANDBOX_UNAVAILABLE',
+      'the sandbox needs the compiled spawner (build/tether-spawner), which confines every sandboxed process ' +
+        '(unprivileged uid, no capabilities, seccomp); the install script builds it with a C compiler: ' +
+        'apt-get install -y gcc, then npm rebuild tether-runtime; or run without sandbox/isolation',
+    );
+  }
+  return { bwrap, enter };
 }
 
-const wdnsSupport = new Map<string, boolean>();
-
-// Asked once per nsenter binary (its --help lists --wdns from util-linux 2.38 on).
-function supportsWdns(nsenter: string): boolean {
-  let known = wdnsSupport.get(nsenter);
-  if (known === undefined) {
-    try {
-      known = execFileSync(nsenter, ['--help'], { encoding: 'utf8', timeout: 10_000 }).includes('--wdns');
-    } catch {
-      known = false;
-    }
-    wdnsSupport.set(nsenter, known);
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
   }
-  return known;
 }
 
 /**

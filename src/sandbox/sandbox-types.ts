@@ -76,7 +76,25 @@ export interface SandboxDescription {
   readonly isolation: IsolationMode;
   readonly writableRoots: readonly string[];
   readonly denyRead: readonly string[];
+  /**
+   * A6: the host uid the sandbox's processes run as: {@link SANDBOX_UID} when the runtime runs
+   * as root (never the host's root), else the runtime's own uid; with isolation alone (mode
+   * `off`), the runtime's uid (without capabilities).
+   */
+  readonly uid: number;
 }
+
+/**
+ * A6: the unprivileged host uid (and gid) of sandboxed processes when the runtime is root. Not
+ * 65534 (`nobody`): that is the kernel's overflow id, which every unmapped owner shows as
+ * through an idmapped mount.
+ *
+ * @example
+ * ```ts
+ * if (rt.stats().sandbox.uid === SANDBOX_UID) console.log('sandboxed as an unprivileged uid');
+ * ```
+ */
+export const SANDBOX_UID = 65533;
 
 /**
  * The default `denyRead` list (A3): credentials of shells, clouds, registries and tools.

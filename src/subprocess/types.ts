@@ -50,12 +50,20 @@ export type OutputFeed = (bytes: Uint8Array) => void;
 
 /**
  * The namespaces of a running process (an owner's enclave, A3/K5) that a child joins before it
- * execs, and whether it gives up every capability there (what `nsenter` + `setpriv` do).
+ * execs, and what it gives up there (A6): every capability and new privileges, the host's uid
+ * (for an unprivileged one), and the system calls of the seccomp filter.
  */
 export interface NamespaceJoin {
   readonly holder: ProcessIdentity;
   readonly namespaces: readonly ('mnt' | 'pid' | 'ipc' | 'net')[];
   readonly dropCapabilities: boolean;
+  /** The uid and gid the child changes to before it execs, or null to keep the runtime's. */
+  readonly identity: { readonly uid: number; readonly gid: number } | null;
+  /**
+   * The seccomp filter (src/subprocess/spawner/seccomp-filter.h): `always` refuses the calls
+   * no confined process may make; `no-unix` also AF_UNIX sockets (network `none`).
+   */
+  readonly syscalls: 'none' | 'always' | 'no-unix';
 }
 
 /** A process as the kernel knows it: a pid is only meaningful together with its start time. */

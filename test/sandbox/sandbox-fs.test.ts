@@ -102,7 +102,7 @@ describe('sandbox: the filesystem (A3)', () => {
     expect(r.sandbox?.denyRead).toEqual(expect.arrayContaining([expect.stringMatching(/\/\.ssh$/)]));
   });
 
-  it('A3: .git/hooks and .git/config stay read-only inside a writable root; the rest of .git is writable', async () => {
+  it('A3, A6: .git stays read-only as a whole inside a writable root: hooks, config, HEAD, commondir', async () => {
     mkdirSync(join(ws, '.git', 'hooks'), { recursive: true });
     writeFileSync(join(ws, '.git', 'config'), '[core]\n');
     writeFileSync(join(ws, '.git', 'HEAD'), 'ref: refs/heads/main\n');
@@ -113,12 +113,15 @@ describe('sandbox: the filesystem (A3)', () => {
         'echo "#!/bin/sh" > .git/hooks/pre-commit; echo "hook=$?"',
         'printf "[core]\\n\\tfsmonitor = /tmp/evil\\n" >> .git/config; echo "config=$?"',
         'echo "ref: refs/heads/x" > .git/HEAD; echo "head=$?"',
+        'echo /tmp/evil > .git/commondir; echo "commondir=$?"',
       ].join('; '),
     });
     expect(r.output).toMatch(/hook=[1-9]/);
     expect(r.output).toMatch(/config=[1-9]/);
-    expect(r.output).toContain('head=0');
+    expect(r.output).toMatch(/head=[1-9]/);
+    expect(r.output).toMatch(/commondir=[1-9]/);
     expect(existsSync(join(ws, '.git', 'hooks', 'pre-commit'))).toBe(false);
+    expect(existsSync(join(ws, '.git', 'commondir'))).toBe(false);
     expect(readFileSync(join(ws, '.git', 'config'), 'utf8')).toBe('[core]\n');
   });
 

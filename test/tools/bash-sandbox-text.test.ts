@@ -66,6 +66,7 @@ describe('bash tool: sandbox refusals (A4)', () => {
       isolation: 'pid',
       writableRoots: ['/w'],
       denyRead: ['/root/.ssh'],
+      uid: 65533,
     } as const;
     expect(sandboxRefusals('cat: /w/locked: Permission denied\n', 1, sandbox)).toEqual([]);
     expect(sandboxRefusals('curl: (6) Could not resolve host: x\n', 6, sandbox)).toEqual([]); // network: host

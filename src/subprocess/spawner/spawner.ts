@@ -303,9 +303,23 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
 
 const NAMESPACE_LETTER = { mnt: 'm', pid: 'p', ipc: 'i', net: 'n' } as const;
 
-// `pid:starttime:letters:drop` (see tether-spawner.c), or '' for no join.
-function joinField(join: NamespaceJoin | null): string {
+const FILTER_NUMBER = { none: 0, always: 1, 'no-unix': 2 } as const;
+
+/**
+ * A join as the spawner reads it, `pid:starttime:letters:drop:uid:gid:filter` (see
+ * tether-spawner.c), or '' for no join: the field of a start request, and the JOIN argument of
+ * `tether-spawner --enter` (terminals, and spawns when the spawner process is gone).
+ *
+ * @example
+ * ```ts
+ * joinField({ holder: { pid: 42, startTime: 9 }, namespaces: ['mnt'], dropCapabilities: true,
+ *   identity: { uid: 65533, gid: 65533 }, syscalls: 'always' }); // '42:9:m:1:65533:65533:1'
+ * ```
+ */
+export function joinField(join: NamespaceJoin | null): string {
   if (join === null) return '';
   const letters = join.namespaces.map((ns) => NAMESPACE_LETTER[ns]).join('');
-  return `${join.holder.pid}:${join.holder.startTime ?? -1}:${letters}:${join.dropCapabilities ? 1 : 0}`;
+  const { uid, gid } = join.identity ?? { uid: -1, gid: -1 };
+  const drop = join.dropCapabilities ? 1 : 0;
+  return `${join.holder.pid}:${join.holder.startTime ?? -1}:${letters}:${drop}:${uid}:${gid}:${FILTER_NUMBER[join.syscalls]}`;
 }

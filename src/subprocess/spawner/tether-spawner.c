@@ -23,11 +23,13 @@
  * modes: three characters for stdin, stdout, stderr: i ignore, h inherit, p pipe. A pipe is a
  * FIFO `<dir>/<id>.<fd>` that this process holds open (read and write) until Node says it
  * opened its end, so neither early output nor an early exit loses a byte.
- * join: empty, or `<pid>:<starttime>:<namespaces>:<drop>` — the child joins the namespaces of
- * that process (letters m mnt, p pid, i ipc, n net; A3/K5: an owner's enclave) after it opened
- * its stdio and entered its cgroup, takes its cwd there, and with drop=1 gives up every
- * capability (bounding, inheritable and ambient sets, no_new_privs), as nsenter and setpriv
- * would, without their two execs.
+ * join: empty, or `<pid>:<starttime>:<namespaces>:<drop>:<uid>:<gid>:<filter>` — the child joins
+ * the namespaces of that process (letters m mnt, p pid, i ipc, n net; A3/K5: an owner's
+ * enclave) after it opened its stdio and entered its cgroup, takes its cwd there, and is
+ * confined (confine.h, A6): with drop=1 it gives up every capability, with uid/gid >= 0 the
+ * host's root for that unprivileged uid, then new privileges, and with filter 1 or 2 it runs
+ * under the seccomp filter (seccomp-filter.h; 2 also refuses AF_UNIX sockets).
+ * Other modes of this binary: `--enter` (enter-mode.h) and `--idmap` (idmap-mode.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -49,17 +51,18 @@
 #include <sched.h>
 #include <sys/mman.h>
 
+#include "confine.h"
+
 /* What the child needs, and where it says why it could not exec (it shares our memory). */
 struct launch {
   const char *modes, *id, *cwd, *cgroup_procs; /* cgroup_procs: NULL when born inside (clone3) */
   char **argv, **envp;
   int ns[3]; /* mnt, ipc, net of the enclave to join, or -1 */
-  int drop_caps;
+  struct confinement confined;
   int err;
   const char *stage;
 };
 
-static int last_cap = 40;
 static long long start_time(pid_t pid);
 static void close_enclave(struct launch *l, int pid_ns);
 static int own_pid_ns = -1;
@@ -152,20 +155,10 @@ static int child(void *arg) {
   for (int i = 2; i >= 0; i--)
     if (l->ns[i] >= 0 && setns(l->ns[i], kinds[i]) < 0) return child_fail(l, "setns");
   if (chdir(l->cwd) < 0) return child_fail(l, "chdir");
-  if (l->drop_caps) {
-    for (int cap = 0; cap <= last_cap; cap++)
-      if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return child_fail(l, "caps");
-    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct data[2];
-    if (syscall(SYS_capget, &header, data) < 0) return child_fail(l, "caps");
-    data[0].inheritable = data[1].inheritable = 0;
-    if (syscall(SYS_capset, &header, data) < 0) return child_fail(l, "caps");
-    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-      return child_fail(l, "caps");
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return child_fail(l, "caps");
-  }
   for (int i = 0; i < 3; i++)
     if (dup2(fds[i], i) < 0) return child_fail(l, "stdio");
+  const char *stage = NULL;
+  if (confine(&l->confined, &stage) < 0) return child_fail(l, stage);
   const char *file = l->argv[0];
   if (strchr(file, '/') != NULL) {
     execve(file, l->argv, l->envp);
@@ -290,12 +283,14 @@ static void drop_held(const char *id) {
   }
 }
 
-/* The namespaces of the enclave named by `pid:starttime:letters:drop`, checked to be that process's. */
+/* The namespaces of the enclave named by `pid:starttime:letters:drop:uid:gid:filter`, checked to
+ * be that process's, and what an entering process gives up (confine.h). */
 static int open_enclave(const char *join, struct launch *l, int *pid_ns) {
   char letters[8] = "";
-  int pid = 0, drop = 0;
+  int pid = 0, drop = 0, uid = -1, gid = -1, filter = 0;
   long long start = -1;
-  if (sscanf(join, "%d:%lld:%7[a-z]:%d", &pid, &start, letters, &drop) != 4 || pid <= 0) {
+  if (sscanf(join, "%d:%lld:%7[a-z]:%d:%d:%d:%d", &pid, &start, letters, &drop, &uid, &gid, &filter) != 7 ||
+      pid <= 0 || (uid < 0) != (gid < 0) || filter < 0 || filter > 2) {
     errno = EINVAL;
     return -1;
   }
@@ -316,7 +311,7 @@ static int open_enclave(const char *join, struct launch *l, int *pid_ns) {
     errno = ESRCH;
     goto failed;
   }
-  l->drop_caps = drop;
+  l->confined = (struct confinement){drop, uid, gid, filter};
   return 0;
 failed:;
   int err = errno;
@@ -350,7 +345,7 @@ static void start(char **field, int count) {
   char **envp = calloc((size_t)envc + 1, sizeof(char *));
   for (int i = 0; i < argc; i++) argv[i] = field[6 + i];
   for (int i = 0; i < envc; i++) envp[i] = field[7 + argc + i];
-  struct launch l = {modes, id, cwd, NULL, argv, envp, {-1, -1, -1}, 0, 0, NULL};
+  struct launch l = {modes, id, cwd, NULL, argv, envp, {-1, -1, -1}, {0, -1, -1, 0}, 0, NULL};
   int pid_ns = -1;
   if (join[0] != '\0' && open_enclave(join, &l, &pid_ns) < 0) {
     int err = errno;
@@ -414,6 +409,8 @@ static void start(char **field, int count) {
     pid = clone(child, stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &l);
   }
   int clone_errno = errno;
+  /* A child that changed its uid made our shared memory non-dumpable until it exec'd: undo. */
+  if (l.confined.uid >= 0) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
   if (pid_ns >= 0 && setns(own_pid_ns, CLONE_NEWPID) < 0) _exit(1); /* cannot serve the host any more */
   sigprocmask(SIG_SETMASK, &old, NULL);
   close_enclave(&l, pid_ns);
@@ -472,7 +469,12 @@ static void handle(char *payload, uint32_t len) {
   else if (strcmp(field[0], "O") == 0) drop_held(field[1]);
 }
 
+#include "enter-mode.h"
+#include "idmap-mode.h"
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "--enter") == 0) return enter_main(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "--idmap") == 0) return idmap_main(argc, argv);
   if (argc < 2) {
     fprintf(stderr, "usage: tether-spawner <fifo-dir> (started by tether-runtime)\n");
     return 2;
@@ -483,11 +485,7 @@ int main(int argc, char **argv) {
   if (getppid() != parent) return 0;
   if (pipe2(wake, O_CLOEXEC | O_NONBLOCK) < 0) return 1;
   own_pid_ns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
-  FILE *caps = fopen("/proc/sys/kernel/cap_last_cap", "re");
-  if (caps != NULL) {
-    if (fscanf(caps, "%d", &last_cap) != 1) last_cap = 40;
-    fclose(caps);
-  }
+  read_last_cap();
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
