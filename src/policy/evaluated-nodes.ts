@@ -1,5 +1,12 @@
 import type { Node } from 'web-tree-sitter';
-import { assignment, type Evaluated, type Evaluation, nameEval, writesSpecial } from './evaluated-words.js';
+import {
+  assignment,
+  type Evaluated,
+  type Evaluation,
+  nameEval,
+  splitAssignment,
+  writesSpecial,
+} from './evaluated-words.js';
 import { staticWord } from './shell-words.js';
 
 const ARITHMETIC_TEST = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
@@ -130,10 +137,11 @@ function variableAssignment(node: Node, out: Evaluated): void {
           text: staticWord(element),
           what: `PROMPT_COMMAND (\`${node.text}\`)`,
         });
-      } else if (element.text.startsWith('[') && element.text.includes(']=')) {
+      } else if (element.text.startsWith('[')) {
         // `([index]=value)`: the index is arithmetic (or, for an associative array, expanded).
         const word = bracketed(element);
-        const index = word === null ? null : word.slice(1, word.indexOf(']='));
+        const split = word === null ? null : splitAssignment(`_${word}`);
+        const index = split === null ? null : split.name.slice(2, -1);
         out.evaluations.push({ kind: 'arith', text: index, what: `the index of \`${element.text}\`` });
       }
     }

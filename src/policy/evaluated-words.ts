@@ -205,15 +205,48 @@ function declaration(keyword: string, args: readonly (string | null)[], out: Eva
         );
       continue;
     }
-    const eq = a.indexOf('=');
-    if (eq < 0) {
+    const split = splitAssignment(a);
+    if (split === null) {
+      if (/[$`]/.test(a)) out.problems.push(`\`${keyword} ${a}\` is not a plain assignment: bash expands it`);
+      continue;
+    }
+    if (split.value === null) {
       out.evaluations.push(nameEval(a, `the name ${show(a)} of \`${keyword}\``));
       continue;
     }
-    const found = assignment(a.slice(0, a[eq - 1] === '+' ? eq - 1 : eq), a.slice(eq + 1), `${keyword} ${a}`);
+    const found = assignment(split.name, split.value, `${keyword} ${a}`);
     out.evaluations.push(...found.evaluations);
     out.problems.push(...found.problems);
   }
+}
+
+/**
+ * `name[sub]=value` (or `+=`) split as bash splits it: the subscript's brackets nest, so an `=`
+ * inside it is not the assignment's. `value` is `null` for a bare name; `null` for a word that
+ * is not a name.
+ *
+ * @example
+ * ```ts
+ * splitAssignment('a[$(x --y=1)]=2'); // { name: 'a[$(x --y=1)]', value: '2' }
+ * ```
+ */
+export function splitAssignment(word: string): { name: string; value: string | null } | null {
+  let i = /^[A-Za-z_]\w*/.exec(word)?.[0].length ?? 0;
+  if (i === 0) return null;
+  if (word[i] === '[') {
+    let depth = 0;
+    for (; i < word.length; i++) {
+      if (word[i] === '[') depth++;
+      else if (word[i] === ']' && --depth === 0) break;
+    }
+    if (depth !== 0) return null;
+    i++;
+  }
+  const name = word.slice(0, i);
+  if (i === word.length) return { name, value: null };
+  if (word[i] === '=') return { name, value: word.slice(i + 1) };
+  if (word.startsWith('+=', i)) return { name, value: word.slice(i + 2) };
+  return null;
 }
 
 /**

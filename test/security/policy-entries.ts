@@ -18,8 +18,11 @@ export interface Shape {
   readonly why: RegExp;
 }
 
-/** A runtime with `deny ['rm']` under `default`, an approver that records and refuses, and a dir. */
-export async function policyRuntime(defaultDecision: Policy['default'] = 'allow') {
+/** A runtime with `deny ['rm']` under `default`, an approver that records and answers (refuses by default), and a dir. */
+export async function policyRuntime(
+  defaultDecision: Policy['default'] = 'allow',
+  answer: (request: PolicyRequest) => 'allow' | 'deny' = () => 'deny',
+) {
   const dir = mkdtempSync(join(tmpdir(), 'tether-policy-sec-'));
   const asked: PolicyRequest[] = [];
   const rt = await createRuntime({
@@ -30,7 +33,8 @@ export async function policyRuntime(defaultDecision: Policy['default'] = 'allow'
       default: defaultDecision,
       approve: (request) => {
         asked.push(request);
-        return { decision: 'deny', reason: 'refused by the test approver' };
+        const decision = answer(request);
+        return { decision, reason: `${decision === 'deny' ? 'refused' : 'allowed'} by the test approver` };
       },
     },
   });

@@ -13,10 +13,12 @@ const shapes: Shape[] = [
   { name: 'let', line: (w) => `let 'a[${sub(w)}]'`, why: /rm .*let/ },
   { name: '(( ))', line: (w) => `(( 'a[${sub(w)}]' ))`, why: /rm .*arithmetic/ },
   { name: '$(( ))', line: (w) => `echo $(( 'a[${sub(w)}]' ))`, why: /rm .*arithmetic/ },
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash expansion, on purpose
   { name: '${x:offset}', line: (w) => `y='a[${sub(w)}]'; x=abc; echo \${x:y}`, why: /rm .*arithmetic/ },
 ];
 
 describe('policy: words bash evaluates (A6)', () => {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash expansion, on purpose
   it('A6: a $(…) inside a quoted subscript or arithmetic word (test -v, printf -v, declare, read, mapfile -C, compgen -C, let, ((…)), $((…)), ${x:…}) is judged on every entry', async () => {
     await assertHeldOnEveryEntry(shapes);
   }, 120_000);
