@@ -86,7 +86,7 @@ let validate: ReturnType<Ajv['compile']> | undefined;
  * ```
  */
 export function assertRuntimeOptions(options: unknown): void {
-  validate ??= new Ajv({ allErrors: true, strict: true }).compile(RUNTIME_OPTIONS_SCHEMA);
+  validate ??= new Ajv({ allErrors: true, strict: true, verbose: true }).compile(RUNTIME_OPTIONS_SCHEMA);
   if (validate(options)) return;
   const problems = [...new Set((validate.errors ?? []).filter(useful).map((e) => explain(e, options)))];
   throw new TetherError('INVALID_ARGUMENT', `createRuntime options: ${problems.join('; ')}`);
@@ -104,6 +104,9 @@ function explain(error: ErrorObject, options: unknown): string {
     .split('.')
     .reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], options);
   const params = error.params as Record<string, unknown>;
+  const integer = error.parentSchema as { type?: unknown; minimum?: unknown } | undefined;
+  if (integer?.type === 'integer' && ['type', 'minimum', 'maximum'].includes(error.keyword))
+    return `${field} must be an integer >= ${String(integer.minimum)}, got ${describe(got)}`;
   switch (error.keyword) {
     case 'additionalProperties':
       return `unknown option '${field ? `${field}.` : ''}${String(params.additionalProperty)}'`;
