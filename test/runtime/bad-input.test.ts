@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -80,6 +80,25 @@ describe('createRuntime refuses bad input with a TetherError and leaves nothing 
       expect(ownCgroups()).toEqual(before);
     }
   });
+
+  it.skipIf(process.getuid?.() !== 0)(
+    'R, K3: a state dir on a full disk is STATE_DIR_UNUSABLE and leaves no cgroup (a full 64 KiB tmpfs)',
+    async () => {
+      const full = join(scratch(), 'full');
+      mkdirSync(full);
+      const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', full]);
+      if (mounted.status !== 0) return; // no CAP_SYS_ADMIN here: nothing to fill
+      cleanups.push(() => spawnSync('umount', [full]));
+      spawnSync('sh', ['-c', `head -c 1000000 /dev/zero > ${full}/fill`]);
+      const before = ownCgroups();
+      const err = await rejection(() =>
+        createRuntime({ stateDir: join(full, 'state'), spillDir: join(full, 'spill') }),
+      );
+      expect(err).toBeInstanceOf(TetherError);
+      expect(err).toMatchObject({ code: 'STATE_DIR_UNUSABLE', message: expect.stringContaining('ENOSPC') });
+      expect(ownCgroups()).toEqual(before);
+    },
+  );
 
   it('R, K3: stateDir and spillDir below /proc are refused at once (Node 20 mkdirSync spins there), and nothing hangs', () => {
     const state = inChild(`await createRuntime({ stateDir: '/proc/tether-x/state' });`);
