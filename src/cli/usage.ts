@@ -94,8 +94,12 @@ export const REAP_USAGE = `Usage: tether reap [options]
 
 Finds the runtimes recorded in the state directory whose process is dead (killed, crashed,
 OOM-killed without dispose) and kills everything they left to verified quiescence: their
-process trees (their cgroups, or every process carrying their marker), their spill files and
-cgroups. A runtime whose process still lives is never touched.
+process trees (their cgroups, or every process carrying their marker and everything in those
+processes' sessions and groups or below them), their spill files, cgroups and spawner FIFOs. A
+runtime whose process still lives is never touched. Only a state directory and records of this
+user that nobody else can write are believed, and only the cgroup and spill directory a record
+names for its own runtime (tether-<runtime id>) are removed: anything else is refused, and
+nothing is done.
 
 Options:
   --state-dir <dir>  the runtimes' state directory (default: <tmpdir>/tether-state-<uid>)
@@ -104,7 +108,8 @@ Options:
   -h, --help         this text
 
 Exit status: 0 when everything was verified dead (or nothing was left); 1 when a process could
-not be killed; 2 on a usage error.
+not be killed or not be proven another's (marker mode: an orphan without a marker), or the state
+directory was refused; 2 on a usage error.
 `;
 
 export const SERVE_USAGE = `Usage: tether serve [--port <n>] [--host <addr>] [--log <file>]
