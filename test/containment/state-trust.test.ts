@@ -116,6 +116,19 @@ describe.skipIf(!root)('state directory trust (run as root)', () => {
     expect(alive([sleeper])).toEqual([sleeper.pid]);
   });
 
+  it('K3: a state directory whose enter-cgroup.bash (sourced by every shell.run) others can write is refused', async () => {
+    const dir = scratch();
+    const stateDir = join(dir, 'state');
+    mkdirSync(stateDir, { mode: 0o700 });
+    writeFileSync(join(stateDir, 'enter-cgroup.bash'), 'echo planted\n', { mode: 0o666 });
+    chmodSync(join(stateDir, 'enter-cgroup.bash'), 0o666);
+    await expect(createRuntime({ stateDir, spillDir: join(dir, 'spill') })).rejects.toMatchObject({
+      code: 'STATE_UNTRUSTED',
+      message: expect.stringContaining('enter-cgroup.bash is writable by others'),
+    });
+    expect(reap(stateDir).status).toBe(1);
+  });
+
   it("K3: a private state directory's record is still not believed when it names a cgroup that is not a Tether runtime's, a spill directory without the runtime's id or another runtime's marker", async () => {
     const dir = scratch();
     const { precious, sleeper, cgroup } = await victims(dir);

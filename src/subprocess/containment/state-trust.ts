@@ -37,6 +37,10 @@ export function assertTrustedStateDir(stateDir: string): void {
       throw untrusted(stateDir, `its ancestor ${dir} is writable by others (mode ${octal(stat.mode)})`);
     if (dir === dirname(dir)) break;
   }
+  // Every `shell.run` sources it (cgroup-entry.ts): as private as the records.
+  const entry = join(real, 'enter-cgroup.bash');
+  const entryStat = existing(entry);
+  if (entryStat !== null) assertPrivate(entry, entryStat, 'file', stateDir);
   const records = join(real, 'runtimes');
   let names: string[];
   try {
