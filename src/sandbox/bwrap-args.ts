@@ -1,4 +1,5 @@
 import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { type Confinement, isWithin } from './sandbox-options.js';
 
@@ -22,22 +23,23 @@ const HOLDER =
  * write a kernel setting, a sibling's `cgroup.kill`, or itself into another cgroup.
  *
  * Sandboxed (mode not `off`): the directories read-only and `/` itself too, a fresh `/dev`, a
- * private `/tmp` (the workspace stays visible read-only when it lives there), the writable
- * roots bound read-write (`staged[i]`, when given, is root i as an idmapped mount: see
- * idmap-mode.h) with their `.git` read-only as a whole, the denied paths covered by unreadable
- * empty ones, no capabilities, and a network namespace of its own unless `network: 'host'`.
+ * private `/tmp`, the workspace bound read-only (unless in a writable root: also when it lives
+ * in `/tmp`), the writable roots bound read-write with their `.git` read-only as a whole, each
+ * reachable by the sandbox's uid (`pathTo`), the denied paths covered by unreadable empty ones,
+ * no capabilities, and a network namespace of its own unless `network: 'host'`. `staged` maps
+ * a root (or the workspace) to its idmapped mount (idmap-mode.h), bound in its place.
  * Bubblewrap applies these in order, so later ones win. `unreadable` is an empty mode-000 file
  * (the bind keeps it alive after it is unlinked).
  *
  * @example
  * ```ts
- * spawn('bwrap', [...enclaveArgs(confinement, '/tmp/x/empty', null), '--', '/bin/bash', '-c', HOLDER]);
+ * spawn('bwrap', [...enclaveArgs(confinement, '/tmp/x/empty', new Map()), '--', '/bin/bash', '-c', HOLDER]);
  * ```
  */
 export function enclaveArgs(
   confinement: Confinement,
   unreadable: string,
-  staged: readonly string[] | null,
+  staged: ReadonlyMap<string, string>,
 ): string[] {
   const { description: d, workspace } = confinement;
   const sandboxed = d.mode !== 'off';
@@ -49,23 +51,34 @@ export function enclaveArgs(
   const holder = ['--', '/bin/bash', '-c', HOLDER];
   if (!sandboxed) return [...args, '--cap-drop', 'ALL', ...holder];
   args.push('--perms', '1777', '--tmpfs', '/tmp');
-  if (isWithin(workspace, '/tmp') && !d.writableRoots.some((root) => isWithin(workspace, root))) {
-    args.push(...parentsInTmp(workspace), '--ro-bind', workspace, workspace);
-  }
-  // A path below a writable root, as bubblewrap should read it: through that root's idmapped
-  // mount when there is one, so what is bound read-only over it shows the same owner.
+  // A path as bubblewrap should read it: through the idmapped mount of the root it lies in, if
+  // any, so what is bound over it shows the same owner as the rest of that root.
   const source = (path: string): string => {
-    const i = d.writableRoots.findIndex((root) => isWithin(path, root));
-    const stage = i < 0 ? undefined : staged?.[i];
-    return stage === undefined ? path : join(stage, relative(d.writableRoots[i] as string, path));
-  };
-  d.writableRoots.forEach((root, i) => {
-    args.push(...parentsInTmp(root), '--bind', staged?.[i] ?? root, root);
-  });
-  for (const root of d.writableRoots) {
-    for (const git of gitPaths(root).filter((p) => d.writableRoots.some((r) => isWithin(p, r)))) {
-      args.push('--ro-bind', source(git), git);
+    for (const [root, stage] of staged) {
+      if (isWithin(path, root)) return join(stage, relative(root, path));
     }
+    return path;
+  };
+  const inRoot = (path: string) => d.writableRoots.some((root) => isWithin(path, root));
+  const covered = new Set<string>();
+  const reach = (path: string) => args.push(...pathTo(path, d.uid, covered));
+  // A home the sandbox's uid may not search (root's 0700) becomes an empty one: its tools then
+  // find no config file (ENOENT) instead of warning about one they may not read (EACCES).
+  const home = homedir();
+  if (home !== '/' && !isWithin(home, '/tmp') && closedTo(home, d.uid)) {
+    args.push('--perms', '0755', '--tmpfs', home);
+    covered.add(home);
+  }
+  if (!inRoot(workspace)) {
+    reach(workspace);
+    args.push('--ro-bind', source(workspace), workspace);
+  }
+  for (const root of d.writableRoots) {
+    reach(root);
+    args.push('--bind', source(root), root);
+  }
+  for (const root of d.writableRoots) {
+    for (const git of gitPaths(root).filter(inRoot)) args.push('--ro-bind', source(git), git);
   }
   for (const denied of d.denyRead) {
     const path = realOrNull(denied);
@@ -96,14 +109,37 @@ function hostTopLevel(bind: '--dev-bind' | '--ro-bind', alsoSkip: readonly strin
   return args;
 }
 
-// The directories between /tmp and `path` inside the private /tmp, made traversable (bubblewrap
-// would make them 0700, which the sandbox's unprivileged uid cannot enter).
-function parentsInTmp(path: string): string[] {
+// How the sandbox's uid reaches `path` (a writable root or the workspace): inside the private
+// /tmp through directories of mode 0755 (bubblewrap would make them 0700); elsewhere, when an
+// ancestor is closed to that uid (others may not search it: root's 0700 home, a 0700 mkdtemp
+// directory), that ancestor is covered by an empty tmpfs holding only the way down. Nothing is
+// lost: what the uid could not search before it cannot see now. `covered` is shared between
+// the calls of one enclave, so each ancestor is covered once.
+function pathTo(path: string, uid: number, covered: Set<string>): string[] {
+  const chain: string[] = [];
+  for (let dir = dirname(path); dir !== '/' && dir !== '/tmp'; dir = dirname(dir)) chain.unshift(dir);
   const args: string[] = [];
-  for (let dir = dirname(path); dir !== '/tmp' && isWithin(dir, '/tmp'); dir = dirname(dir)) {
-    args.unshift('--perms', '0755', '--dir', dir);
+  let skeleton = isWithin(path, '/tmp');
+  for (const dir of chain) {
+    if (skeleton) {
+      if (!covered.has(dir)) args.push('--perms', '0755', '--dir', dir);
+    } else if (closedTo(dir, uid)) {
+      if (!covered.has(dir)) args.push('--perms', '0755', '--tmpfs', dir);
+      skeleton = true;
+    }
+    if (skeleton) covered.add(dir);
   }
   return args;
+}
+
+// True when `uid` may not search `dir` (no x bit for it as owner, nor for others).
+function closedTo(dir: string, uid: number): boolean {
+  try {
+    const { mode, uid: owner } = lstatSync(dir);
+    return owner === uid ? (mode & 0o100) === 0 : (mode & 0o001) === 0;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -80,23 +80,26 @@ export async function startEnclave(
   }
 }
 
-// A6: as root, the writable roots are idmapped (each owner's files shown as the sandbox uid's,
-// its writes stored as the owner's) by the spawner binary, which then execs bubblewrap.
+// A6: as root, the writable roots (read-only mode: the workspace) are idmapped — each owner's
+// files shown as the sandbox uid's, its writes stored as the owner's (and git inside sees a
+// repository of its own uid) — by the spawner binary, which then execs bubblewrap.
 function bubblewrapArgv(
   tools: SandboxTools,
   confinement: Confinement,
   unreadable: string,
   stage: string,
 ): [string, ...string[]] {
-  const { writableRoots, uid } = confinement.description;
-  if (uid === (process.getuid?.() ?? 0) || writableRoots.length === 0) {
-    return [tools.bwrap, ...enclaveArgs(confinement, unreadable, null)];
+  const { writableRoots, uid, mode } = confinement.description;
+  const mapped =
+    mode === 'workspace-write' ? writableRoots : mode === 'read-only' ? [confinement.workspace] : [];
+  if (uid === (process.getuid?.() ?? 0) || mapped.length === 0) {
+    return [tools.bwrap, ...enclaveArgs(confinement, unreadable, new Map())];
   }
-  const owners = writableRoots.flatMap((root) => {
+  const owners = mapped.flatMap((root) => {
     const { uid: ownerUid, gid: ownerGid } = statSync(root);
     return [root, String(ownerUid), String(ownerGid)];
   });
-  const staged = writableRoots.map((_, i) => join(stage, String(i)));
+  const staged = new Map(mapped.map((root, i) => [root, join(stage, String(i))]));
   return [
     tools.enter,
     '--idmap',

@@ -76,7 +76,8 @@ describe('sandbox options and placement (A3, X4)', () => {
       expect(error.message).toMatch(message);
     }
     const error = await rejection(createRuntime({ isolation: 'net' as never }));
-    expect(error.message).toMatch(/isolation must be 'none' or 'pid'/);
+    expect(error.code).toBe('INVALID_ARGUMENT');
+    expect(error.message).toMatch(/'isolation' must be one of "none", "pid"/);
   });
 
   it('A3: without bubblewrap a sandbox fails at createRuntime naming the package; nothing runs unsandboxed', async () => {
