@@ -29,7 +29,10 @@ export interface McpStdioOptions {
   readonly input?: Readable;
   /** Protocol out (nothing else is ever written here); default `process.stdout`. */
   readonly output?: Writable;
-  /** Diagnostics, one line each; default: written to stderr. */
+  /**
+   * Diagnostics, one line each; default: written to stderr. A line that cannot be written (a
+   * dead client's stderr) is dropped: logging never ends the server.
+   */
   readonly log?: (line: string) => void;
 }
 
@@ -52,7 +55,7 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 export async function serveMcpOverStdio(options: McpStdioOptions = {}): Promise<{ clean: boolean }> {
   const input = options.input ?? process.stdin;
   const output = options.output ?? process.stdout;
-  const log = options.log ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const log = neverThrowing(options.log ?? writeToStderr);
   const outputBudgetChars = options.outputBudgetChars ?? DEFAULT_OUTPUT_BUDGET_CHARS;
 
   let connection: Server | null = null; // the approver asks through it (A5)
@@ -123,6 +126,27 @@ export async function serveMcpOverStdio(options: McpStdioOptions = {}): Promise<
       : 'tether mcp: stopped with errors (above)',
   );
   return { clean };
+}
+
+// Issue 33.1: logging must never end the server. A client that died leaves our stderr a pipe
+// without a reader: the write fails with EPIPE and the stream emits 'error', which, unheard,
+// kills the process before the drain has run. A line that cannot be written is dropped.
+function writeToStderr(line: string): void {
+  if (!process.stderr.listeners('error').includes(dropStderrError))
+    process.stderr.on('error', dropStderrError);
+  if (process.stderr.destroyed || !process.stderr.writable) return;
+  process.stderr.write(`${line}\n`);
+}
+
+function dropStderrError(): void {}
+
+// A log the caller gave may throw too; the teardown still runs.
+function neverThrowing(log: (line: string) => void): (line: string) => void {
+  return (line) => {
+    try {
+      log(line);
+    } catch {}
+  };
 }
 
 // One teardown step: a failure is reported and the next step still runs.
