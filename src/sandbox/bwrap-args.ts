@@ -1,7 +1,8 @@
 import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
-import { type Confinement, isWithin } from './sandbox-options.js';
+import { SECCOMP_FILTER } from '../subprocess/spawner/spawner.js';
+import { type Confinement, isWithin, syscallsOf } from './sandbox-options.js';
 
 /**
  * The enclave's pid 1: reaps every orphan the owner's commands leave (bash reaps adopted
@@ -9,6 +10,8 @@ import { type Confinement, isWithin } from './sandbox-options.js';
  * SIGKILL from inside a PID namespace to its init), and prints `ready` on stderr (bubblewrap gives
  * the info fd, stdout, to itself alone) once bubblewrap has built every mount, so nothing enters a half-made sandbox.
  */
+const CONFINE = '/.tether-confine';
+
 const HOLDER =
   'trap : CHLD; echo ready >&2; exec >/dev/null 2>&1 </dev/null; while :; do sleep 86400 & wait; done';
 
@@ -33,13 +36,14 @@ const HOLDER =
  *
  * @example
  * ```ts
- * spawn('bwrap', [...enclaveArgs(confinement, '/tmp/x/empty', new Map()), '--', '/bin/bash', '-c', HOLDER]);
+ * spawn('bwrap', enclaveArgs(confinement, '/tmp/x/empty', new Map(), '/…/build/tether-spawner'));
  * ```
  */
 export function enclaveArgs(
   confinement: Confinement,
   unreadable: string,
   staged: ReadonlyMap<string, string>,
+  spawner: string,
 ): string[] {
   const { description: d, workspace } = confinement;
   const sandboxed = d.mode !== 'off';
@@ -48,7 +52,11 @@ export function enclaveArgs(
   args.push(...(sandboxed ? ['--dev', '/dev'] : ['--dev-bind', '/dev', '/dev']));
   args.push('--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys');
   args.push('--ro-bind-try', '/proc/sysrq-trigger', '/proc/sysrq-trigger', '--ro-bind', '/sys', '/sys');
-  const holder = ['--', '/bin/bash', '-c', HOLDER];
+  // The holder runs confined like everything else inside (`--confine`), through the spawner
+  // binary bound at a fixed path of the enclave's own root (its host path may not be visible).
+  const filter = String(SECCOMP_FILTER[syscallsOf(d)]);
+  args.push('--ro-bind', spawner, CONFINE);
+  const holder = ['--', CONFINE, '--confine', filter, '/bin/bash', '-c', HOLDER];
   if (!sandboxed) return [...args, '--cap-drop', 'ALL', ...holder];
   args.push('--perms', '1777', '--tmpfs', '/tmp');
   // A path as bubblewrap should read it: through the idmapped mount of the root it lies in, if
@@ -80,6 +88,7 @@ export function enclaveArgs(
   for (const root of d.writableRoots) {
     for (const git of gitPaths(root).filter(inRoot)) args.push('--ro-bind', source(git), git);
   }
+  for (const own of runtimePaths(spawner).filter(inRoot)) args.push('--ro-bind', source(own), own);
   for (const denied of d.denyRead) {
     const path = realOrNull(denied);
     if (path === null) continue;
@@ -177,6 +186,15 @@ function pointer(file: string, pattern: RegExp, base: string): string | null {
   } catch {
     return null;
   }
+}
+
+// A6: what of this runtime's own install the host executes later as itself — the spawner binary
+// (every terminal, enclave and fallback spawn execs it) and the compiled code — stays read-only
+// when a writable root holds it (a project's node_modules/tether-runtime): replaced there, it
+// would run outside the sandbox with the runtime's rights.
+function runtimePaths(spawner: string): string[] {
+  const root = dirname(dirname(spawner)); // <package>/build/tether-spawner
+  return [join(root, 'build'), join(root, 'dist')].filter((path) => kindOf(path) === 'dir');
 }
 
 function kindOf(path: string): 'dir' | 'file' | null {

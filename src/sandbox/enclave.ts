@@ -93,7 +93,7 @@ function bubblewrapArgv(
   const mapped =
     mode === 'workspace-write' ? writableRoots : mode === 'read-only' ? [confinement.workspace] : [];
   if (uid === (process.getuid?.() ?? 0) || mapped.length === 0) {
-    return [tools.bwrap, ...enclaveArgs(confinement, unreadable, new Map())];
+    return [tools.bwrap, ...enclaveArgs(confinement, unreadable, new Map(), tools.enter)];
   }
   const owners = mapped.flatMap((root) => {
     const { uid: ownerUid, gid: ownerGid } = statSync(root);
@@ -109,7 +109,7 @@ function bubblewrapArgv(
     ...owners,
     '--',
     tools.bwrap,
-    ...enclaveArgs(confinement, unreadable, staged),
+    ...enclaveArgs(confinement, unreadable, staged, tools.enter),
   ];
 }
 

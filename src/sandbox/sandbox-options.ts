@@ -74,6 +74,19 @@ export function resolveConfinement(
 }
 
 /**
+ * A6: the seccomp filter of every process in a confinement: `no-unix` (also AF_UNIX sockets)
+ * for a sandbox without network, else `always`.
+ *
+ * @example
+ * ```ts
+ * syscallsOf(confinement.description); // 'no-unix'
+ * ```
+ */
+export function syscallsOf(d: SandboxDescription): 'always' | 'no-unix' {
+  return d.mode !== 'off' && d.network === 'none' ? 'no-unix' : 'always';
+}
+
+/**
  * True when `path` is `root` or lies below it (both absolute and normalized).
  *
  * @example

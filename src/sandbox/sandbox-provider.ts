@@ -12,7 +12,7 @@ import type {
   TerminalSpawnSpec,
 } from '../subprocess/types.js';
 import { type Enclave, startEnclave } from './enclave.js';
-import { type Confinement, isWithin } from './sandbox-options.js';
+import { type Confinement, isWithin, syscallsOf } from './sandbox-options.js';
 import { findSandboxTools, type SandboxTools } from './sandbox-tools.js';
 import type { SandboxDescription } from './sandbox-types.js';
 
@@ -113,7 +113,7 @@ export function createSandboxProvider(
   // privileges, the host's root (sandboxed, as root: SANDBOX_UID), the seccomp filter's calls.
   const identity =
     description.uid === (process.getuid?.() ?? 0) ? null : { uid: description.uid, gid: description.uid };
-  const syscalls = sandboxed && description.network === 'none' ? 'no-unix' : 'always';
+  const syscalls = syscallsOf(description);
   const joinOf = ({ holder }: Enclave): NamespaceJoin => ({
     holder,
     namespaces,

@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime, type RuntimeOptions, SANDBOX_UID } from '../../src/index.js';
+import { spawnerBinary } from '../../src/subprocess/spawner/spawner.js';
 
 // A6, an attacker inside the sandbox (issue 29, points 1, 3 and 6): each shape runs through the
 // four ways a command reaches a shell — shell.run, a background job, terminals.execute and the
@@ -209,6 +210,31 @@ suite('A6: an attacker inside workspace-write', { sandbox: { mode: 'workspace-wr
       await rt.dispose();
     }
   });
+
+  it("A6: the runtime's own spawner binary and compiled code stay read-only inside a writable root", async () => {
+    const spawner = spawnerBinary();
+    expect(spawner).not.toBeNull();
+    const pkg = dirname(dirname(spawner as string));
+    const rt = await createRuntime({
+      cwd: ctx.ws,
+      spillDir: false,
+      sandbox: { mode: 'workspace-write', writableRoots: [ctx.ws, pkg] },
+    });
+    const probe = `.tether-a6-probe-${process.pid}`;
+    try {
+      const lease = rt.owners.host();
+      const r = await rt.shell.run({
+        owner: lease.token,
+        command: `touch ${pkg}/build/${probe} && echo W1; touch ${pkg}/dist/${probe} && echo W2; echo done`,
+      });
+      expect(r.output).not.toMatch(/W[12]/);
+      expect(r.output).toContain('done');
+    } finally {
+      await rt.dispose();
+      rmSync(join(pkg, 'build', probe), { force: true });
+      rmSync(join(pkg, 'dist', probe), { force: true });
+    }
+  });
 });
 
 suite('A6: an attacker inside isolation: pid', { isolation: 'pid' }, (ctx) => {
@@ -222,6 +248,13 @@ suite('A6: an attacker inside isolation: pid', { isolation: 'pid' }, (ctx) => {
       expect(out).toMatch(/NoNewPrivs:\s+1/);
       expect(out).toMatch(/Seccomp:\s+2/);
     }
+  });
+
+  it("A6: the enclave's pid 1 is confined too: no_new_privs and the seccomp filter", async () => {
+    const out = await ctx.via['shell.run']!('grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/1/status');
+    expect(out).toMatch(/CapEff:\s+0{16}/);
+    expect(out).toMatch(/NoNewPrivs:\s+1/);
+    expect(out).toMatch(/Seccomp:\s+2/);
   });
 });
 

@@ -54,3 +54,28 @@ static int enter_main(int argc, char **argv) {
   }
   return WEXITSTATUS(status);
 }
+
+/*
+ * `tether-spawner --confine FILTER PROGRAM [ARGS...]` (A6): PROGRAM confined in place — new
+ * privileges given up and the seccomp filter FILTER (1 or 2) loaded; bubblewrap's `--cap-drop
+ * ALL` already took every capability — for the enclave's own pid 1, which bubblewrap starts. Otherwise a process inside, of the same uid and
+ * as capability-less as it, could write the holder's memory (/proc/1/mem is not a ptrace call)
+ * and run there without the filter.
+ */
+static int confine_main(int argc, char **argv) {
+  int filter = argc >= 4 ? atoi(argv[2]) : 0;
+  if (argc < 4 || filter < 1 || filter > 2) {
+    fprintf(stderr, "usage: tether-spawner --confine 1|2 PROGRAM [ARGS...]\n");
+    return 2;
+  }
+  read_last_cap();
+  struct confinement c = {0, -1, -1, filter};
+  const char *stage = "seccomp";
+  if (confine(&c, &stage) < 0) {
+    fprintf(stderr, "tether: confining the sandbox's pid 1 failed at %s: %s\n", stage, strerror(errno));
+    return 125;
+  }
+  execvp(argv[3], argv + 3);
+  fprintf(stderr, "tether: %s: %s\n", argv[3], strerror(errno));
+  return 127;
+}

@@ -303,7 +303,8 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
 
 const NAMESPACE_LETTER = { mnt: 'm', pid: 'p', ipc: 'i', net: 'n' } as const;
 
-const FILTER_NUMBER = { none: 0, always: 1, 'no-unix': 2 } as const;
+/** The spawner's number for each seccomp filter of a {@link NamespaceJoin} (`syscalls`). */
+export const SECCOMP_FILTER = { none: 0, always: 1, 'no-unix': 2 } as const;
 
 /**
  * A join as the spawner reads it, `pid:starttime:letters:drop:uid:gid:filter` (see
@@ -321,5 +322,5 @@ export function joinField(join: NamespaceJoin | null): string {
   const letters = join.namespaces.map((ns) => NAMESPACE_LETTER[ns]).join('');
   const { uid, gid } = join.identity ?? { uid: -1, gid: -1 };
   const drop = join.dropCapabilities ? 1 : 0;
-  return `${join.holder.pid}:${join.holder.startTime ?? -1}:${letters}:${drop}:${uid}:${gid}:${FILTER_NUMBER[join.syscalls]}`;
+  return `${join.holder.pid}:${join.holder.startTime ?? -1}:${letters}:${drop}:${uid}:${gid}:${SECCOMP_FILTER[join.syscalls]}`;
 }

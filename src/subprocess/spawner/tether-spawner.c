@@ -29,7 +29,7 @@
  * confined (confine.h, A6): with drop=1 it gives up every capability, with uid/gid >= 0 the
  * host's root for that unprivileged uid, then new privileges, and with filter 1 or 2 it runs
  * under the seccomp filter (seccomp-filter.h; 2 also refuses AF_UNIX sockets).
- * Other modes of this binary: `--enter` (enter-mode.h) and `--idmap` (idmap-mode.h).
+ * Other modes of this binary: `--enter` and `--confine` (enter-mode.h), `--idmap` (idmap-mode.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -475,6 +475,7 @@ static void handle(char *payload, uint32_t len) {
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--enter") == 0) return enter_main(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "--idmap") == 0) return idmap_main(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "--confine") == 0) return confine_main(argc, argv);
   if (argc < 2) {
     fprintf(stderr, "usage: tether-spawner <fifo-dir> (started by tether-runtime)\n");
     return 2;
