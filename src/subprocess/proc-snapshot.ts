@@ -127,3 +127,30 @@ export function recentProcSnapshot(): ProcSnapshot {
   if (latest !== undefined && performance.now() - latest.startedAt <= SNAPSHOT_REUSE_MS) return latest;
   return scanProcSnapshot();
 }
+
+/**
+ * The processes of `among` that are in `members` or descend from one of them (by ppid), in
+ * `among`'s order: a tree's membership once its roots are known (S4, K3). Adds to `members`.
+ *
+ * @example
+ * ```ts
+ * const tree = withDescendants(new Set([leader.pid]), snap.stats);
+ * ```
+ */
+export function withDescendants(members: Set<number>, among: readonly ProcStat[]): ProcStat[] {
+  const children = new Map<number, ProcStat[]>();
+  for (const s of among) {
+    const list = children.get(s.ppid);
+    if (list === undefined) children.set(s.ppid, [s]);
+    else list.push(s);
+  }
+  const queue = [...members];
+  for (let pid = queue.pop(); pid !== undefined; pid = queue.pop()) {
+    for (const child of children.get(pid) ?? []) {
+      if (members.has(child.pid)) continue;
+      members.add(child.pid);
+      queue.push(child.pid);
+    }
+  }
+  return among.filter((s) => members.has(s.pid));
+}

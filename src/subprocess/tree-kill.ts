@@ -9,6 +9,7 @@ import {
   procSnapshotAfter,
   recentProcSnapshot,
   scanPidsSnapshot,
+  withDescendants,
 } from './proc-snapshot.js';
 import type { ProcessIdentity, TreeKillVerdict } from './types.js';
 
@@ -67,22 +68,7 @@ function membersIn(snap: ProcSnapshot, target: TreeTarget): ProcStat[] {
     )
       members.add(s.pid);
   }
-  const children = new Map<number, ProcStat[]>();
-  for (const s of candidates) {
-    const list = children.get(s.ppid);
-    if (list === undefined) children.set(s.ppid, [s]);
-    else list.push(s);
-  }
-  const queue = [...members];
-  for (let pid = queue.pop(); pid !== undefined; pid = queue.pop()) {
-    for (const child of children.get(pid) ?? []) {
-      if (!members.has(child.pid)) {
-        members.add(child.pid);
-        queue.push(child.pid);
-      }
-    }
-  }
-  return candidates.filter((s) => members.has(s.pid));
+  return withDescendants(members, candidates);
 }
 
 // Processes that could still be ours: started after the root, alive, but showing an empty

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeadState, signalIdentity } from '../identity.js';
 import type { ProcStat } from '../proc.js';
-import { type ProcSnapshot, scanProcSnapshot } from '../proc-snapshot.js';
+import { type ProcSnapshot, scanProcSnapshot, withDescendants } from '../proc-snapshot.js';
 
 /** What the sweep of a dead runtime's processes looks for. */
 export interface DeadRuntimeTarget {
@@ -87,21 +87,7 @@ function membersOf(snap: ProcSnapshot, target: DeadRuntimeTarget): ProcStat[] {
     if (typeof tag === 'string' && !tag.startsWith(target.markerPrefix)) continue;
     if (groups.has(s.session) || groups.has(s.pgrp)) members.add(s.pid);
   }
-  const children = new Map<number, ProcStat[]>();
-  for (const s of live) {
-    const list = children.get(s.ppid);
-    if (list === undefined) children.set(s.ppid, [s]);
-    else list.push(s);
-  }
-  const queue = [...members];
-  for (let pid = queue.pop(); pid !== undefined; pid = queue.pop()) {
-    for (const child of children.get(pid) ?? []) {
-      if (members.has(child.pid)) continue;
-      members.add(child.pid);
-      queue.push(child.pid);
-    }
-  }
-  return live.filter((s) => members.has(s.pid));
+  return withDescendants(members, live);
 }
 
 // What only looks like an escapee (S4's suspects): no marker, a session of its own, orphaned
