@@ -103,6 +103,7 @@ export type {
   StdioDisposition,
   SubprocessExit,
   SubprocessHandle,
+  SubprocessLoss,
   SubprocessProvider,
   SubprocessSpawnSpec,
   TerminalHandle,

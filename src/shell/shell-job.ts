@@ -121,6 +121,7 @@ function track(child: SubprocessHandle, ctx: JobRunContext, deps: ShellDeps, tim
     if (!drained) for (const s of streams) s.destroy();
     await cancelling;
     const notes = [
+      exit.lost ? exit.lost.reason : null, // issue 30.3: the spawner died, and what is unknown
       timedOut ? `timed out after ${timeoutMs} ms` : null,
       verdict.status === 'escaped'
         ? `could not kill: ${[...verdict.escaped, ...verdict.stuck].join(', ')}`

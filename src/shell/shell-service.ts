@@ -215,7 +215,10 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
   try {
     const exit = await child.exited;
     stop.abort(SETTLED);
-    const drainTimedOut = capture !== null && !(await closedWithin(capture.closed, defaults.drainMs));
+    // A handle without pipes (a start lost with the spawner) has nothing to drain.
+    const piped = child.stdout !== null || child.stderr !== null;
+    const drainTimedOut =
+      capture !== null && piped && !(await closedWithin(capture.closed, defaults.drainMs));
     // The shell is gone; whatever it left behind is an orphan of a one-shot command.
     const verdict = await child.kill();
     if (capture && drainTimedOut && !(await closedWithin(capture.closed, defaults.drainMs))) capture.detach();
@@ -230,6 +233,7 @@ async function runSpawned(deps: ShellDeps, req: ShellRequest, started: number): 
         cancelled,
         ...captured,
         drainTimedOut,
+        ...(exit.lost ? { lost: exit.lost.by, lostReason: exit.lost.reason } : {}),
         ...(provider.sandbox ? { sandbox: provider.sandbox } : {}),
         ...(verdict.status === 'escaped' ? { escaped: [...verdict.escaped, ...verdict.stuck] } : {}),
         durationMs: performance.now() - started,

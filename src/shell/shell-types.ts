@@ -80,6 +80,22 @@ export interface ShellResult {
   readonly spillError?: string;
   /** The shell exited but a leftover process held stdout/stderr open past the drain deadline. */
   readonly drainTimedOut: boolean;
+  /**
+   * `'spawner'`: the local spawner process died while this command was starting or running,
+   * and its exit status or part of its output could not be learned (issue 30.3). `exitCode`
+   * and `signal` are then `null` — never 0 for what was not seen — and `lostReason` says what
+   * is unknown. A command whose pipes and exit the runtime still saw has no `lost`, even if
+   * the spawner died meanwhile.
+   *
+   * @example
+   * ```ts
+   * const r = await rt.shell.run({ command: 'make' });
+   * if (r.lost) console.error(r.lostReason); // 'the spawner process died (SIGKILL) while …'
+   * ```
+   */
+  readonly lost?: 'spawner';
+  /** Why `lost`: a sentence saying what died and what is unknown (the exit status, the output). */
+  readonly lostReason?: string;
   /** Leftover processes of the tree that could not be killed (never silently dropped, S4). */
   readonly escaped?: readonly number[];
   /** A3: the sandbox the command ran in, when it ran in one. */

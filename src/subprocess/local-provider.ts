@@ -183,11 +183,44 @@ async function spawnThrough(
     });
     return trackChild(child, tree, spec);
   } catch (err) {
+    if (err instanceof SpawnerGone && err.unanswered) return unansweredStart(tree, spec);
     tree.release();
     if (err instanceof SpawnRefused) throw refusedError(err, tree.argv[0], spec.cwd);
     if (!(err instanceof SpawnerGone)) throw err;
     return null;
   }
+}
+
+// The spawner died with this start unanswered (issue 30.3): it may have started the leader and
+// died before saying so. Whatever of it runs is killed; if something did, its output and exit
+// are lost (it is not run a second time); if nothing did, null: the caller starts it afresh.
+// (A leader that exec'd and exited within the few microseconds before its `S` line would be
+// run again: the spawner writes that line right after the exec.)
+async function unansweredStart(
+  tree: TreeBoundary,
+  spec: SubprocessSpawnSpec,
+): Promise<SubprocessHandle | null> {
+  const verdict = await tree.kill({ pid: -1, startTime: -1 }, { graceMs: 0 });
+  if (verdict.status === 'quiescent' && verdict.killed === 0) return null;
+  const lost: SubprocessExit = {
+    exitCode: null,
+    signal: null,
+    lost: {
+      by: 'spawner',
+      reason:
+        'the spawner process died while starting this command: it had started and was killed; its output and exit status are unknown',
+    },
+  };
+  return {
+    identity: { pid: -1, startTime: -1 },
+    treeId: tree.treeId,
+    stdin: null,
+    stdout: null,
+    stderr: null,
+    outputFed: spec.onOutput !== undefined,
+    exited: Promise.resolve(lost),
+    kill: () => tree.kill({ pid: -1, startTime: -1 }, { graceMs: spec.cleanupGraceMs }),
+  };
 }
 
 // What the spawner's refusal means to the caller: the same errors child_process gives.

@@ -99,6 +99,18 @@ export type TreeProof = 'cgroup' | 'proc' | 'ps';
 export interface SubprocessExit {
   readonly exitCode: number | null;
   readonly signal: NodeJS.Signals | null;
+  /**
+   * Set when what started the process died under it (the local spawner, issue 30.3) and its
+   * exit status or its output could not be learned: `exitCode` and `signal` are then null (an
+   * unknown status is never reported as 0) and `reason` says what is unknown.
+   */
+  readonly lost?: SubprocessLoss;
+}
+
+/** What a process's {@link SubprocessExit} could not learn, and why (a sentence). */
+export interface SubprocessLoss {
+  readonly by: 'spawner';
+  readonly reason: string;
 }
 
 /** A running process tree handed out by a provider. Its owner must call `kill()` or await `exited`. */

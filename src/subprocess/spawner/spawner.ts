@@ -5,7 +5,14 @@ import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { TetherError } from '../../errors.js';
-import type { NamespaceJoin, OutputFeed, StdioDisposition, SubprocessExit } from '../types.js';
+import type {
+  NamespaceJoin,
+  OutputFeed,
+  ProcessIdentity,
+  StdioDisposition,
+  SubprocessExit,
+} from '../types.js';
+import { orphanState } from './orphan-exit.js';
 
 /** One child to start: what the local provider would have passed to `child_process.spawn`. */
 export interface SpawnerRequest {
@@ -47,8 +54,19 @@ export class SpawnRefused extends Error {
   }
 }
 
-/** The spawner process is gone: nothing was started, the caller starts it another way. */
-export class SpawnerGone extends Error {}
+/**
+ * The spawner process is gone and this start got no answer: the caller starts it another way.
+ * `unanswered`: the request had been sent, so the spawner may have started the child before it
+ * died (the caller checks the tree's boundary before starting it again).
+ */
+export class SpawnerGone extends Error {
+  constructor(
+    message: string,
+    readonly unanswered = false,
+  ) {
+    super(message);
+  }
+}
 
 /** The spawner process of one runtime (see tether-spawner.c for why it exists). */
 export interface Spawner {
@@ -67,6 +85,8 @@ const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n])
 const ERRNO_NAMES = new Map(Object.entries(osConstants.errno).map(([name, n]) => [n, name]));
 const MODE: Record<StdioDisposition, string> = { ignore: 'i', inherit: 'h', pipe: 'p' };
 const LINES_PER_TURN = 8;
+// How often the exits of a dead spawner's children are looked up in /proc (orphan-exit.ts).
+const ORPHAN_POLL_MS = 20;
 
 // Every fed pipe of every spawner is read into this one buffer: a read's callback runs to its end
 // before the loop reads anything else, and the feed copies what it keeps (see OutputFeed).
@@ -114,10 +134,19 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
     string,
     { resolve(child: SpawnedChild): void; reject(err: Error): void; request: SpawnerRequest }
   >();
-  const exits = new Map<number, (exit: SubprocessExit) => void>();
+  // Children started and not yet reported reaped: how to resolve each exit, and who it is.
+  const exits = new Map<number, { resolve(exit: SubprocessExit): void; identity: ProcessIdentity }>();
   let nextId = 0;
+  // `dying`: the process or its channel ended (no new start is sent). `gone`: every line it
+  // wrote before that has been handled, so what is still pending will never be answered.
+  let dying: string | null = null;
+  let eof = false;
   let gone: Error | null = null;
-  let ended: Promise<void> | null = null;
+  let finished: () => void = () => {};
+  const ended = new Promise<void>((resolve) => {
+    finished = resolve;
+  });
+  let disposing: Promise<void> | null = null;
   const exitedProc = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   // The spawner keeps the loop alive only while it has work: starts or children to report.
   const refresh = () => {
@@ -127,20 +156,75 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
   proc.unref();
   refresh();
 
-  const lose = (why: string) => {
-    if (gone !== null) return;
-    gone = new SpawnerGone(`the spawner process ended (${why}); spawns go through child_process`);
-    for (const start of starts.values()) start.reject(gone);
-    starts.clear();
-    // Children it can no longer report: their exit is unknown, their trees the containment's.
-    for (const resolve of exits.values()) resolve({ exitCode: null, signal: null });
-    exits.clear();
-    rmSync(fifoDir, { recursive: true, force: true });
+  const die = (why: string, channelGone: boolean) => {
+    dying ??= why;
+    if (channelGone) eof = true;
+    settleIfDrained();
   };
-  proc.once('error', (err) => lose(err.message));
-  proc.once('exit', (code, signal) => lose(signal ?? `exit ${code}`));
+  // Issue 30.3: only after the last line the spawner wrote was handled — an `S` still queued
+  // is a child that runs (its pipes are opened), an `X` a true exit — is the rest given up.
+  const settleIfDrained = () => {
+    if (gone !== null || dying === null || !eof || scheduled) return;
+    gone = new SpawnerGone(`the spawner process ended (${dying}); spawns go through child_process`);
+    for (const start of starts.values()) start.reject(new SpawnerGone(gone.message, true));
+    starts.clear();
+    // Children already running keep their pipes (ours are open): only their exits are left to
+    // learn, from /proc (orphan-exit.ts), since nobody reports them to us any more.
+    if (exits.size > 0) watchOrphans();
+    rmSync(fifoDir, { recursive: true, force: true });
+    refresh();
+    finished();
+  };
+  // Children whose pipes we opened only after both the spawner and the child had let go of them.
+  const pipesLost = new Set<number>();
+  // A child's exit as its caller gets it: `lost` (status null) when the spawner's death cost
+  // its output or its exit status — never an exit 0 for what was not seen (issue 30.3).
+  const report = (pid: number, exit: Pick<SubprocessExit, 'exitCode' | 'signal'> | null): SubprocessExit => {
+    const output = pipesLost.delete(pid);
+    if (exit !== null && !output) return exit;
+    const status =
+      exit === null
+        ? 'its exit status is unknown'
+        : `it ${exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`}`;
+    const reason = output
+      ? `the spawner process died (${dying}) before this command's output was read: its output is lost and ${status}`
+      : `the spawner process died (${dying}) while this command ran: ${status} (its output was read)`;
+    return { exitCode: null, signal: null, lost: { by: 'spawner', reason } };
+  };
+  let orphanTimer: NodeJS.Timeout | null = null;
+  const watchOrphans = () => {
+    const poll = () => {
+      for (const [pid, { resolve, identity }] of exits) {
+        const now = orphanState(identity);
+        if (now.state === 'running') continue;
+        exits.delete(pid);
+        resolve(report(pid, now.exit));
+      }
+      if (exits.size === 0 && orphanTimer !== null) {
+        clearInterval(orphanTimer);
+        orphanTimer = null;
+      }
+      refresh();
+    };
+    orphanTimer ??= setInterval(poll, ORPHAN_POLL_MS);
+    poll();
+  };
+  proc.once('error', (err) => die(err.message, true));
+  proc.once('exit', (code, signal) => {
+    die(signal ?? `exit ${code}`, false);
+    // Its channel ends with it (only it holds the other end); should that not come, a dead
+    // process writes nothing more: what it wrote was read by now.
+    setTimeout(() => die('its control channel did not close', true), 1000).unref();
+  });
   control.on('error', () => {});
-  control.on('close', () => lose('its control channel closed'));
+  control.on('close', () => die('its control channel closed', true));
+
+  // Whether the spawner still holds its ends of a child's FIFOs: alive, not a zombie. Asked
+  // after we opened ours, it says the pipes were never without a holder (issue 30.3).
+  const spawnerHolds = () =>
+    dying === null &&
+    proc.pid !== undefined &&
+    orphanState({ pid: proc.pid, startTime: null }).state === 'running';
 
   const fifo = (id: string, fd: number) => join(fifoDir, `${id}.${fd}`);
   const started = (id: string, pid: number, startTime: number) => {
@@ -148,7 +232,8 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
     if (start === undefined) return;
     starts.delete(id);
     const { stdio } = start.request;
-    const exited = new Promise<SubprocessExit>((resolve) => exits.set(pid, resolve));
+    const identity: ProcessIdentity = { pid, startTime: startTime >= 0 ? startTime : null };
+    const exited = new Promise<SubprocessExit>((resolve) => exits.set(pid, { resolve, identity }));
     const opened: net.Socket[] = [];
     const open = (fd: number, disposition: StdioDisposition) => {
       if (disposition !== 'pipe') return null;
@@ -183,6 +268,11 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
         outputFed: start.request.onOutput !== undefined,
         exited,
       };
+      // Opened after the spawner died: if the child is gone too, nobody held the pipes in
+      // between and what it wrote is lost with them; its exit comes from /proc (issue 30.3).
+      if (opened.length > 0 && !spawnerHolds() && orphanState(identity).state !== 'running') {
+        pipesLost.add(pid);
+      }
       start.resolve(child);
     } catch (err) {
       // Our end of a pipe could not be opened (EMFILE): the child, only just started in its
@@ -193,7 +283,7 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
       } catch {}
       start.reject(new SpawnRefused('stdio', (err as NodeJS.ErrnoException).code ?? 'EIO'));
     } finally {
-      send(['O', id]); // our ends are open (or never will be): the spawner lets go of its own
+      if (dying === null) send(['O', id]); // our ends are open (or never will be): it lets go of its own
       refresh();
     }
   };
@@ -208,14 +298,17 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
     if (kind === 'S') started(f[0]!, Number(f[1]), Number(f[2]));
     else if (kind === 'X') {
       const pid = Number(f[0]);
-      const resolve = exits.get(pid);
-      if (resolve === undefined) return;
+      const waiting = exits.get(pid);
+      if (waiting === undefined) return;
       exits.delete(pid);
       const code = Number(f[1]);
-      resolve(
-        code >= 0
-          ? { exitCode: code, signal: null }
-          : { exitCode: null, signal: (SIGNAL_NAMES.get(Number(f[2])) ?? null) as NodeJS.Signals | null },
+      waiting.resolve(
+        report(
+          pid,
+          code >= 0
+            ? { exitCode: code, signal: null }
+            : { exitCode: null, signal: (SIGNAL_NAMES.get(Number(f[2])) ?? null) as NodeJS.Signals | null },
+        ),
       );
       refresh();
     } else if (kind === 'F') {
@@ -237,6 +330,7 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
     } else {
       lines.length = 0;
       next = 0;
+      settleIfDrained();
     }
   };
   control.setEncoding('utf8');
@@ -257,10 +351,11 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
 
   return {
     get alive() {
-      return gone === null;
+      return dying === null;
     },
     spawn(request) {
-      if (gone !== null) return Promise.reject(gone);
+      if (dying !== null)
+        return Promise.reject(gone ?? new SpawnerGone(`the spawner process ended (${dying})`));
       const env = Object.entries(request.env).map(([k, v]) => `${k}=${v}`);
       const join = joinField(request.join ?? null);
       const fields = [request.cwd, request.cgroup ?? '', join, ...request.argv, ...env];
@@ -289,14 +384,22 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
       });
     },
     dispose() {
-      ended ??= (async () => {
+      disposing ??= (async () => {
+        dying ??= 'disposed';
         control.end();
         const bound = setTimeout(() => proc.kill('SIGKILL'), 2000);
         await exitedProc;
         clearTimeout(bound);
-        lose('disposed');
+        // The channel's end follows the exit; a spawner that never started has none to wait for.
+        if (proc.pid === undefined) die('disposed', true);
+        await ended;
+        if (orphanTimer !== null) clearInterval(orphanTimer);
+        orphanTimer = null;
+        for (const [pid, { resolve }] of exits) resolve(report(pid, null));
+        exits.clear();
+        refresh();
       })();
-      return ended;
+      return disposing;
     },
   };
 }

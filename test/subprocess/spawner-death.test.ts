@@ -1,0 +1,166 @@
+import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRuntime, type Runtime, type ShellResult } from '../../src/index.js';
+import { createLocalProvider } from '../../src/subprocess/local-provider.js';
+import { listPids, readProcStat } from '../../src/subprocess/proc.js';
+import { orphanState } from '../../src/subprocess/spawner/orphan-exit.js';
+import { spawnerBinary, startSpawner } from '../../src/subprocess/spawner/spawner.js';
+import { ownSpawners } from '../support/proc-oracle.js';
+
+const stateDir = () => `${process.env.TMPDIR ?? '/tmp'}/tether-state-test-${process.pid}`;
+const runtimes: Runtime[] = [];
+afterEach(async () => {
+  for (const rt of runtimes.splice(0)) await rt.dispose();
+});
+
+// The runtime's own spawner (a child of this process) and how many children it has now.
+const childrenOf = (ppid: number) => listPids().filter((pid) => readProcStat(pid)?.ppid === ppid);
+
+// Prints `before` bytes, waits, prints `after` more, exits `code`: its whole output is known.
+const printer = (before: number, waitMs: number, after: number, code: number) =>
+  `head -c ${before} /dev/zero | tr '\\0' a; sleep ${waitMs / 1000}; head -c ${after} /dev/zero | tr '\\0' b; exit ${code}`;
+
+describe.runIf(spawnerBinary() !== null)('a spawner that dies (issue 30.3)', () => {
+  it('issue 30.3, C1, J2: the spawner SIGKILLed during a flood of commands and jobs: each result has all its bytes and its true exit code, or says lost and is not exit 0', async () => {
+    const rt = await createRuntime({ stateDir: stateDir() });
+    runtimes.push(rt);
+    const [spawner] = ownSpawners();
+    expect(spawner).toBeGreaterThan(0);
+    const owners = [rt.owners.host().token, rt.owners.host().token];
+    // Half still running when the spawner dies (they print again after its death), half done.
+    const shape = (i: number) => ({ before: 4000 + i, waitMs: (i % 4) * 250, after: 3000 + i, code: i % 5 });
+    const command = (i: number) => {
+      const s = shape(i);
+      return printer(s.before, s.waitMs, s.after, s.code);
+    };
+    const runs = Array.from({ length: 40 }, (_, i) => rt.shell.run({ command: command(i) }));
+    const jobs = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => rt.shell.background(owners[i % 2]!, { command: command(40 + i) })),
+    );
+    // SIGKILL by its pid once it has children running (the jobs, and runs at the spawner).
+    for (let i = 0; i < 200 && childrenOf(spawner!).length < 8; i++) await sleep(5);
+    const runningAtDeath = childrenOf(spawner!).length;
+    process.kill(spawner!, 'SIGKILL');
+    expect(runningAtDeath).toBeGreaterThanOrEqual(8);
+
+    const check = (i: number, exitCode: number | null, bytes: string, lost: string | undefined) => {
+      const s = shape(i);
+      const whole = 'a'.repeat(s.before) + 'b'.repeat(s.after);
+      if (lost !== undefined) {
+        expect(exitCode, `#${i} lost`).toBeNull();
+        expect(lost, `#${i}`).toMatch(/spawner process died/);
+        return 'lost';
+      }
+      expect({ i, exitCode, bytes: bytes.length, whole: bytes === whole }).toEqual({
+        i,
+        exitCode: s.code,
+        bytes: whole.length,
+        whole: true,
+      });
+      return 'whole';
+    };
+    const seen: string[] = [];
+    for (const [i, r] of (await Promise.all(runs)).entries()) {
+      const result: ShellResult = r;
+      expect(result.truncated).toBe(false);
+      seen.push(check(i, result.exitCode, result.output, result.lost ? result.lostReason : undefined));
+    }
+    for (const [i, job] of jobs.entries()) {
+      const owner = owners[i % 2]!;
+      expect(await rt.jobs.wait(owner, job.id, 20_000)).toBe(true);
+      const info = (await rt.jobs.list(owner)).find((j) => j.id === job.id)!;
+      let text = '';
+      for (
+        let page = await rt.jobs.read(owner, job.id, 0);
+        ;
+        page = await rt.jobs.read(owner, job.id, page.cursor)
+      ) {
+        text += page.text;
+        if (page.done) break;
+      }
+      const verdict = check(
+        40 + i,
+        info.exitCode,
+        text,
+        info.exitCode === null ? (info.error ?? undefined) : undefined,
+      );
+      expect(info.state).toBe(info.exitCode === 0 ? 'succeeded' : 'failed');
+      seen.push(verdict);
+    }
+    console.log(
+      `spawner children at its death: ${runningAtDeath}; results: ${seen.filter((v) => v === 'whole').length} whole, ${seen.filter((v) => v === 'lost').length} lost`,
+    );
+    // After its death, new commands start through child_process and nothing is left running.
+    expect((await rt.shell.run({ command: 'echo "ppid=$PPID"' })).output).toBe(`ppid=${process.pid}\n`);
+    for (const owner of owners) await rt.jobs.drainOwner(owner);
+    await rt.dispose();
+    expect(rt.stats().processes).toBe(0);
+  });
+
+  it("issue 30.3, S1: a child's pipes outlive the spawner: bytes it writes after the spawner died all arrive, and its exit is learned when it exits, not at the spawner's death", async () => {
+    const spawner = startSpawner()!;
+    const provider = createLocalProvider({ spawner });
+    try {
+      const [pid] = childrenOf(process.pid).filter((p) => readProcStat(p)?.comm === 'tether-spawner');
+      const child = await provider.spawn({
+        argv: ['/bin/bash', '-c', printer(70_000, 400, 300_000, 3)],
+        cwd: '/',
+        cleanupGraceMs: 200,
+        stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+      });
+      const chunks: Buffer[] = [];
+      child.stdout!.on('data', (b: Buffer) => chunks.push(b));
+      const closed = new Promise((resolve) => child.stdout!.once('close', resolve));
+      let exitedAt = 0;
+      void child.exited.then(() => {
+        exitedAt = performance.now();
+      });
+      await sleep(100);
+      const killedAt = performance.now();
+      process.kill(pid!, 'SIGKILL');
+      const exit = await child.exited;
+      await closed;
+      expect(Buffer.concat(chunks).toString()).toBe('a'.repeat(70_000) + 'b'.repeat(300_000));
+      // Before: resolved { exitCode: null, signal: null } at once, with the child still running.
+      expect(exitedAt - killedAt).toBeGreaterThan(200);
+      // Its true code when /proc still showed it as a zombie; else unknown and said so.
+      if (exit.lost) expect(exit).toMatchObject({ exitCode: null, signal: null, lost: { by: 'spawner' } });
+      else expect(exit).toEqual({ exitCode: 3, signal: null });
+      expect(spawner.alive).toBe(false);
+      await expect(
+        provider.spawn({
+          argv: ['/bin/true'],
+          cwd: '/',
+          cleanupGraceMs: 200,
+          stdio: { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' },
+        }),
+      ).resolves.toMatchObject({ identity: { pid: expect.any(Number) } });
+    } finally {
+      await provider.dispose();
+      await spawner.dispose();
+    }
+  });
+});
+
+describe('orphanState (issue 30.3)', () => {
+  it("reads a zombie's exit status from /proc, and says unknown once it is reaped", async () => {
+    // A child exiting 7 under `exec sleep`: a zombie that nobody reaps until the sleep ends.
+    const sh = spawn('/bin/sh', ['-c', '(sleep 0.05; exit 7) & echo $!; exec sleep 1'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const pid = Number(
+      await new Promise<string>((resolve) => sh.stdout!.once('data', (d) => resolve(String(d)))),
+    );
+    const startTime = readProcStat(pid)!.startTime;
+    for (let i = 0; i < 100 && readProcStat(pid)?.state !== 'Z'; i++) await sleep(5);
+    expect(orphanState({ pid, startTime })).toEqual({ state: 'exited', exit: { exitCode: 7, signal: null } });
+    expect(orphanState({ pid, startTime: startTime + 1 })).toEqual({ state: 'exited', exit: null }); // not that process
+    expect(orphanState({ pid: sh.pid!, startTime: readProcStat(sh.pid!)!.startTime })).toEqual({
+      state: 'running',
+    });
+    await new Promise((resolve) => sh.once('exit', resolve));
+    for (let i = 0; i < 250 && readProcStat(pid) !== null; i++) await sleep(20);
+    expect(orphanState({ pid, startTime })).toEqual({ state: 'exited', exit: null });
+  });
+});
