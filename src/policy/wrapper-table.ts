@@ -75,6 +75,20 @@ function plain(short: string, long: readonly string[] = [], skip = 0, shellWhenE
   };
 }
 
+// The long options su(1) and runuser(1) share (runuser adds --user).
+const SU_LONG = [
+  'login',
+  'preserve-environment',
+  'pty',
+  'fast',
+  'shell=',
+  'group=',
+  'supp-group=',
+  'whitelist-environment=',
+  'command=',
+  'session-command=',
+];
+
 // `su [-] [user] [-c cmd] [args]`, `runuser`: a string for the shell, or the shell with args.
 function switchUser(short: string, long: readonly string[]): Unwrap {
   return (args) => {
@@ -310,31 +324,8 @@ export const WRAPPERS: Readonly<Record<string, Unwrap>> = {
     const command = optionValue(p, 'c', 'command');
     return command === undefined ? [['sh']] : SHELL_STRING(command);
   },
-  su: switchUser('lmpPfs:g:G:w:c:', [
-    'login',
-    'preserve-environment',
-    'pty',
-    'fast',
-    'shell=',
-    'group=',
-    'supp-group=',
-    'whitelist-environment=',
-    'command=',
-    'session-command=',
-  ]),
-  runuser: switchUser('lmpPfs:g:G:w:c:u:', [
-    'login',
-    'preserve-environment',
-    'pty',
-    'fast',
-    'shell=',
-    'group=',
-    'supp-group=',
-    'whitelist-environment=',
-    'command=',
-    'session-command=',
-    'user=',
-  ]),
+  su: switchUser('lmpPfs:g:G:w:c:', SU_LONG),
+  runuser: switchUser('lmpPfs:g:G:w:c:u:', [...SU_LONG, 'user=']),
   sg: (args) => {
     const rest = args[1] === '-c' ? args.slice(2) : args.slice(1);
     return rest.length === 0 ? [['sh']] : SHELL_STRING(rest.some((w) => w === null) ? null : rest.join(' '));
