@@ -1,4 +1,5 @@
 import { constants } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createRuntime } from '../runtime.js';
 import type { ShellRequest, ShellResult } from '../shell/shell-types.js';
 import { parseCommandArgs } from './cli-args.js';
@@ -14,6 +15,9 @@ const OPTIONS = {
   quiet: { type: 'boolean' },
   json: { type: 'boolean' },
 } as const;
+
+// How long a result whose exit is unknown waits for the stop signal that may have caused it.
+const STOP_SIGNAL_WAIT_MS = 200;
 
 // Signals that end `tether run` after the command's tree is killed (exit 128 + N, as a shell does).
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -64,6 +68,11 @@ export async function runCommand(args: readonly string[]): Promise<number> {
   });
   try {
     const result = await rt.shell.run(request(positionals.join(' '), values, timeoutMs, stop.signal));
+    // Issue 33.2: a terminal's ^C (or `timeout -s TERM`) reaches the whole process group, the
+    // runtime's spawner helper too; its death can settle the run (exit unknown) in the same
+    // loop turn, before our handler has seen the signal. Give that signal its turn.
+    if (exitUnknown(result) && !stop.signal.aborted)
+      await sleep(STOP_SIGNAL_WAIT_MS, undefined, { signal: stop.signal }).catch(() => {});
     if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     else if (!values.quiet) process.stderr.write(`[tether] ${facts(result, stoppedBy)}\n`);
     return exitStatus(result, stoppedBy);
@@ -99,11 +108,13 @@ function request(
 function facts(result: ShellResult, stoppedBy: string | null): string {
   const how = result.timedOut
     ? 'timed out, tree killed'
-    : result.cancelled
+    : result.cancelled || stoppedBy !== null
       ? `stopped by ${stoppedBy ?? 'cancellation'}, tree killed`
       : result.exitCode !== null
         ? `exit ${result.exitCode}`
-        : `killed by ${result.signal}`;
+        : result.signal !== null
+          ? `killed by ${result.signal}`
+          : 'ended, its exit status is unknown (the process that could report it died)';
   return [
     how,
     `${Math.round(result.durationMs)} ms`,
@@ -113,10 +124,17 @@ function facts(result: ShellResult, stoppedBy: string | null): string {
     .join(' · ');
 }
 
+// Neither cancelled nor timed out, and no exit code or signal: the process that could report
+// the exit died first.
+function exitUnknown(result: ShellResult): boolean {
+  return !result.cancelled && !result.timedOut && result.exitCode === null && result.signal === null;
+}
+
+// Issue 33.2: a stop signal we received decides the status, whatever the result says.
 function exitStatus(result: ShellResult, stoppedBy: NodeJS.Signals | null): number {
   if (result.timedOut) return 124;
-  if (result.cancelled) return 128 + (stoppedBy ? constants.signals[stoppedBy] : constants.signals.SIGINT);
+  if (result.cancelled || stoppedBy !== null) return 128 + constants.signals[stoppedBy ?? 'SIGINT'];
   if (result.exitCode !== null) return result.exitCode;
   const signo = result.signal ? constants.signals[result.signal as NodeJS.Signals] : undefined;
-  return 128 + (signo ?? 0);
+  return signo === undefined ? 1 : 128 + signo;
 }

@@ -64,8 +64,9 @@ Options:
   --version         the version
 
 Exit status: the command's exit code; 124 on timeout; 130 on Ctrl-C (SIGINT), 143 on SIGTERM,
-129 on SIGHUP (the tree is killed first); 128+N when the command was killed by signal N;
-1 when it could not be started; 2 on a usage mistake.
+129 on SIGHUP (the tree is killed first; also when the signal reached the whole process group,
+as a terminal's ^C or timeout's does); 128+N when the command was killed by signal N; 1 when it
+could not be started or its exit status was lost; 2 on a usage mistake.
 `;
 
 export const DEMO_USAGE = `Usage: tether demo [--serve] [--log <file>] [--inspect <file>]
