@@ -1,3 +1,6 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
 /** How a README code block is marked: `<!-- readme: run -->`, `… output -->`, `… not run (why) -->`. */
 export type BlockMark = 'run' | 'output' | 'not run';
 
@@ -67,4 +70,19 @@ export function matchesOutput(expected: string, actual: string): boolean {
   const got = actual.replace(/\n$/, '').split('\n');
   if (want.length !== got.length) return false;
   return want.every((line, i) => new RegExp(`^${line.split('…').map(literal).join('.*')}$`).test(got[i]!));
+}
+
+/**
+ * Reference documents written before the doc test reached docs/: their blocks show a format
+ * (a fact line, a seccomp rule), not a program, and carry no marker.
+ */
+export const UNMARKED_DOCS: readonly string[] = ['docs/FACTS.md', 'docs/REQUIREMENTS.md', 'docs/SECCOMP.md'];
+
+/** The documents the doc test reads, relative to the repository: README.md, then docs/*.md. */
+export function documentedFiles(root: string): string[] {
+  const docs = readdirSync(join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`);
+  return ['README.md', ...docs];
 }
