@@ -2,10 +2,13 @@ import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime, type ShellResult } from '../../src/index.js';
+import { shellJobSpec } from '../../src/shell/shell-job.js';
+import { runShell, type ShellDeps } from '../../src/shell/shell-service.js';
 import { createLocalProvider } from '../../src/subprocess/local-provider.js';
 import { listPids, readProcStat } from '../../src/subprocess/proc.js';
 import { orphanState } from '../../src/subprocess/spawner/orphan-exit.js';
 import { spawnerBinary, startSpawner } from '../../src/subprocess/spawner/spawner.js';
+import { jobHarness, readAll, settle } from '../support/job-harness.js';
 import { ownSpawners } from '../support/proc-oracle.js';
 
 const stateDir = () => `${process.env.TMPDIR ?? '/tmp'}/tether-state-test-${process.pid}`;
@@ -137,6 +140,94 @@ describe.runIf(spawnerBinary() !== null)('a spawner that dies (issue 30.3)', () 
         }),
       ).resolves.toMatchObject({ identity: { pid: expect.any(Number) } });
     } finally {
+      await provider.dispose();
+      await spawner.dispose();
+    }
+  });
+});
+
+describe.runIf(spawnerBinary() !== null)('what a dead spawner could not tell (issue 30.3)', () => {
+  const spec = {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    cwd: '/',
+    cgroup: null,
+    stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+  } as const;
+  // Holds this thread (the loop reads nothing meanwhile) for `ms`.
+  const hold = (ms: number) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until) {}
+  };
+
+  it('issue 30.3: a child that printed and exited 0 while its S line waited, the spawner then killed, is lost with its output (before: { exitCode: 0, output: "" })', async () => {
+    const spawner = startSpawner()!;
+    try {
+      await spawner.spawn({
+        ...spec,
+        argv: ['/bin/true'],
+        stdio: { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' },
+      });
+      const [pid] = childrenOf(process.pid).filter((p) => readProcStat(p)?.comm === 'tether-spawner');
+      // Sent now; while this thread is held the child starts, prints, exits and is reaped, and
+      // the spawner dies before we opened the FIFO: nobody held the pipe in between.
+      const started = spawner.spawn({ ...spec, argv: ['/bin/sh', '-c', 'echo printed'] });
+      hold(400);
+      process.kill(pid!, 'SIGKILL');
+      hold(100);
+      const child = await started;
+      const chunks: Buffer[] = [];
+      child.stdout!.on('data', (b: Buffer) => chunks.push(b));
+      const exit = await child.exited;
+      expect(exit).toMatchObject({ exitCode: null, signal: null, lost: { by: 'spawner' } });
+      expect(exit.lost!.reason).toMatch(/output is lost and it exited with code 0/);
+      expect(Buffer.concat(chunks).toString()).toBe('');
+    } finally {
+      await spawner.dispose();
+    }
+  });
+
+  it('issue 30.3, C1, J2: a command and a job whose exits were reaped by someone else after the spawner died: the result says lost, the job fails with an error saying what is unknown, both with all their output', async () => {
+    // The spawner runs under a subreaper that reaps every orphan at once (as tini or systemd
+    // would): nothing in /proc is left to read the exit status from.
+    const subreaper = new URL('./fixtures/subreaper.py', import.meta.url).pathname;
+    const spawner = startSpawner(subreaper)!;
+    const provider = createLocalProvider({ spawner });
+    const h = jobHarness();
+    const lifetime = new AbortController();
+    const deps: ShellDeps = {
+      provider: () => provider,
+      lifetime: lifetime.signal,
+      spillPool: null,
+      defaults: { shell: '/bin/bash', cwd: '/', outputCapChars: 30_000, cleanupGraceMs: 500, drainMs: 500 },
+    };
+    try {
+      const owner = h.owners.host().token;
+      const job = await h.jobs.start(
+        owner,
+        shellJobSpec(deps, owner, { command: printer(1000, 400, 2000, 0) }),
+      );
+      const run = runShell(deps, { command: printer(3000, 400, 4000, 0) });
+      const [pid] = childrenOf(process.pid)
+        .flatMap(childrenOf)
+        .filter((p) => readProcStat(p)?.comm === 'tether-spawner');
+      for (let i = 0; i < 200 && childrenOf(pid!).length < 2; i++) await sleep(5);
+      expect(childrenOf(pid!)).toHaveLength(2);
+      process.kill(pid!, 'SIGKILL');
+      const result = await run;
+      expect(result).toMatchObject({ exitCode: null, signal: null, lost: 'spawner', drainTimedOut: false });
+      expect(result.lostReason).toMatch(
+        /^the spawner process died( \(SIGKILL\))? while this command ran: its exit status is unknown \(its output was read\)$/,
+      );
+      expect(result.output).toBe('a'.repeat(3000) + 'b'.repeat(4000));
+      const info = await settle(h.jobs, owner, job.id);
+      expect(info).toMatchObject({ state: 'failed', exitCode: null, signal: null });
+      expect(info.error).toMatch(
+        /^the spawner process died( \(SIGKILL\))? while this command ran: its exit status is unknown/,
+      );
+      expect((await readAll(h.jobs, owner, job.id)).text).toBe('a'.repeat(1000) + 'b'.repeat(2000));
+    } finally {
+      lifetime.abort();
+      await h.close();
       await provider.dispose();
       await spawner.dispose();
     }

@@ -175,6 +175,9 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
     refresh();
     finished();
   };
+  // How the spawner process ended (a signal, `exit N`), once its exit was seen.
+  let endedBy: string | null = null;
+  const died = () => `the spawner process died${endedBy === null ? '' : ` (${endedBy})`}`;
   // Children whose pipes we opened only after both the spawner and the child had let go of them.
   const pipesLost = new Set<number>();
   // A child's exit as its caller gets it: `lost` (status null) when the spawner's death cost
@@ -187,8 +190,8 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
         ? 'its exit status is unknown'
         : `it ${exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`}`;
     const reason = output
-      ? `the spawner process died (${dying}) before this command's output was read: its output is lost and ${status}`
-      : `the spawner process died (${dying}) while this command ran: ${status} (its output was read)`;
+      ? `${died()} before this command's output was read: its output is lost and ${status}`
+      : `${died()} while this command ran: ${status} (its output was read)`;
     return { exitCode: null, signal: null, lost: { by: 'spawner', reason } };
   };
   let orphanTimer: NodeJS.Timeout | null = null;
@@ -211,7 +214,8 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
   };
   proc.once('error', (err) => die(err.message, true));
   proc.once('exit', (code, signal) => {
-    die(signal ?? `exit ${code}`, false);
+    endedBy = signal ?? `exit ${code}`;
+    die(endedBy, false);
     // Its channel ends with it (only it holds the other end); should that not come, a dead
     // process writes nothing more: what it wrote was read by now.
     setTimeout(() => die('its control channel did not close', true), 1000).unref();
