@@ -5,6 +5,7 @@
 import { cpus, loadavg } from 'node:os';
 import { rows as agentRows } from './agents.js';
 import { rows as containmentRows } from './containment.js';
+import { rows as floodRows } from './floods.js';
 import { rows as jobRows } from './jobs.js';
 import { checkLoad } from './measure.js';
 import { rows as mirrorRows } from './mirror.js';
@@ -21,6 +22,7 @@ const sections = [
   ptyRows,
   stallRows,
   terminalRows,
+  floodRows,
   agentRows,
   containmentRows,
   sandboxRows,

@@ -2,6 +2,7 @@ import { CompletionHub } from '../completions/completion-hub.js';
 import { TetherError } from '../errors.js';
 import { type FactBody, NO_FACTS, OUTPUT_TAIL_CHARS } from '../observe/fact-types.js';
 import { RetainedOutput } from '../output/retained-output.js';
+import { TurnBudget } from '../output/turn-budget.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import {
   assertJobHooks,
@@ -38,6 +39,11 @@ const STARTS_PER_TURN = 16;
 // completions, facts), each cancel kills a process tree; 512 jobs ending or cancelled together
 // in one turn held the loop for 200+ ms.
 const SETTLES_PER_TURN = 16;
+// Characters all reads of this service may return in one turn of the event loop (issue 30.6):
+// a reader that loops on `read` without yielding (each read resolves at once while output is
+// retained) would otherwise decode every job's retention in one turn; past the budget, a read
+// waits for the next turn first.
+const READ_CHARS_PER_TURN = 1_048_576;
 
 /**
  * Creates the job registry (SPEC section 3): every job an actor of one XState system, the
@@ -77,6 +83,7 @@ export function createJobService(options: JobServiceOptions): JobService {
   const starts = new StartsInFlight();
   const turns = new TurnSlices(STARTS_PER_TURN);
   const settleTurns = new TurnSlices(SETTLES_PER_TURN);
+  const readBudget = new TurnBudget(READ_CHARS_PER_TURN);
   const waiters = new JobWaiters();
   const hub = new CompletionHub<JobInfo>((error, info) =>
     onError(error, { jobId: info.id, hook: 'onCompletion' }),
@@ -157,6 +164,7 @@ export function createJobService(options: JobServiceOptions): JobService {
         jobId: id,
         append: (text) => output.append(String(text)),
         appendAscii: (bytes) => output.appendAscii(bytes),
+        appendAsciiCopy: (bytes) => output.appendAsciiCopy(bytes),
       });
       assertJobHooks(hooks);
     } catch (error) {
@@ -234,10 +242,14 @@ export function createJobService(options: JobServiceOptions): JobService {
     },
 
     async read(owner, jobId, cursor, maxChars = DEFAULT_READ_CHARS) {
-      const record = own(owner, jobId);
+      own(owner, jobId);
       assertReadRange(cursor, maxChars);
+      if (!readBudget.hasRoom) await readBudget.nextTurn();
+      const record = own(owner, jobId); // again: the owner may have retired meanwhile
       pull(record);
-      return record.output.read(cursor, maxChars);
+      const page = record.output.read(cursor, maxChars);
+      readBudget.spend(page.text.length);
+      return page;
     },
 
     async list(owner) {

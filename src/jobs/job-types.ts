@@ -59,6 +59,12 @@ export interface JobRunContext {
    * throughput). The buffer must not be written to afterwards.
    */
   appendAscii?(bytes: Buffer): void;
+  /**
+   * Like {@link JobRunContext.appendAscii}, but the bytes are copied (into recycled slabs), so
+   * `bytes` may be a reader's reused buffer (a spawn's `onOutput`): a flood then allocates
+   * nothing per read (issue 30.6).
+   */
+  appendAsciiCopy?(bytes: Uint8Array): void;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { TetherError } from '../errors.js';
+import { giveSlab, SLAB_BYTES, takeSlab } from './byte-slabs.js';
 
 /** What one read of a {@link RetainedOutput} returns (the registry passes it on as a `JobPage`). */
 export interface OutputPage {
@@ -48,6 +49,9 @@ export class RetainedOutput {
   #start = 0;
   #end = 0;
   #closed = false;
+  /** Slabs holding copied ASCII bytes (oldest first), each with the absolute end of its bytes. */
+  #slabs: { readonly buf: Buffer; end: number }[] = [];
+  #slabUsed = 0;
 
   constructor(cap: number) {
     this.cap = cap;
@@ -80,6 +84,30 @@ export class RetainedOutput {
     this.#add(bytes);
   }
 
+  /**
+   * Adds bytes that are all ASCII (the caller checked) by copying them: `bytes` may be reused
+   * after the call (a reader's shared buffer). The copies go into recycled slabs, so a flood
+   * allocates nothing per read (issue 30.6).
+   */
+  appendAsciiCopy(bytes: Uint8Array): void {
+    if (this.#closed) return;
+    for (let at = 0; at < bytes.length; ) {
+      let slab = this.#slabs[this.#slabs.length - 1];
+      if (slab === undefined || this.#slabUsed === SLAB_BYTES) {
+        slab = { buf: takeSlab(), end: this.#end };
+        this.#slabs.push(slab);
+        this.#slabUsed = 0;
+      }
+      const n = Math.min(SLAB_BYTES - this.#slabUsed, bytes.length - at);
+      slab.buf.set(bytes.subarray(at, at + n), this.#slabUsed);
+      const view = slab.buf.subarray(this.#slabUsed, this.#slabUsed + n);
+      this.#slabUsed += n;
+      at += n;
+      slab.end = this.#end + n;
+      this.#add(view);
+    }
+  }
+
   #add(chunk: Chunk): void {
     if (this.#closed || chunk.length === 0) return;
     this.#chunks.push(chunk);
@@ -97,9 +125,39 @@ export class RetainedOutput {
     return before - this.retained;
   }
 
-  /** No more output will come: later appends are ignored and `done` can become true. */
+  /**
+   * No more output will come: later appends are ignored and `done` can become true. A slab
+   * whose retained bytes fill less than half of it has them copied out at their exact size and
+   * goes back to the pool, so a finished job holds at most twice its unread ASCII characters.
+   */
   close(): void {
     this.#closed = true;
+    if (this.#slabs.length === 0) return;
+    const live = new Map<ArrayBufferLike, number>(this.#slabs.map((s) => [s.buf.buffer, 0]));
+    this.#eachSlabChunk((chunk, from, buffer) => {
+      live.set(buffer, live.get(buffer)! + chunk.length - from);
+    });
+    const sparse = new Set([...live].filter(([, n]) => n < SLAB_BYTES / 2).map(([buffer]) => buffer));
+    if (sparse.size === 0) return;
+    this.#eachSlabChunk((chunk, from, buffer, i) => {
+      if (!sparse.has(buffer)) return;
+      const copy = Buffer.allocUnsafe(chunk.length - from);
+      copy.set(chunk.subarray(from));
+      this.#chunks[i] = copy;
+      if (i === this.#first) this.#head = 0;
+    });
+    for (const slab of this.#slabs) if (sparse.has(slab.buf.buffer)) giveSlab(slab.buf);
+    this.#slabs = this.#slabs.filter((slab) => !sparse.has(slab.buf.buffer));
+  }
+
+  // Calls `fn` for every retained chunk that is a view of a slab (`from`: where its live part starts).
+  #eachSlabChunk(fn: (chunk: Buffer, from: number, buffer: ArrayBufferLike, index: number) => void): void {
+    const slabs = new Set(this.#slabs.map((s) => s.buf.buffer));
+    for (let i = this.#first; i < this.#chunks.length; i++) {
+      const chunk = this.#chunks[i]!;
+      if (typeof chunk !== 'string' && slabs.has(chunk.buffer))
+        fn(chunk, i === this.#first ? this.#head : 0, chunk.buffer, i);
+    }
   }
 
   /** The last `chars` retained characters, consuming nothing (an observer's view, V2). */
@@ -177,6 +235,19 @@ export class RetainedOutput {
     if (overflow && this.#start < this.#end && isLowSurrogate(this.#charAtStart()))
       this.#release(this.#start + 1, false);
     this.#compact();
+    this.#recycle();
+  }
+
+  // Gives back the slabs whose bytes were all released; the newest, once all of it is
+  // released, is written again from its start (a reader that keeps up needs one slab).
+  #recycle(): void {
+    while (this.#slabs.length > 0 && this.#slabs[0]!.end <= this.#start) {
+      if (this.#slabs.length === 1 && !this.#closed) {
+        this.#slabUsed = 0;
+        return;
+      }
+      giveSlab(this.#slabs.shift()!.buf);
+    }
   }
 
   #charAtStart(): number {

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { assertArgument } from '../errors.js';
 import type { JobExit, JobHooks, JobInfo, JobRunContext, JobService, JobSpec } from '../jobs/job-types.js';
 import { verdictFact } from '../observe/verdict-fact.js';
+import { TurnBudget } from '../output/turn-budget.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import { signalProcessGroup } from '../subprocess/identity.js';
 import type { SubprocessHandle } from '../subprocess/types.js';
@@ -70,14 +71,29 @@ export function shellJobSpec(deps: ShellDeps, owner: AgentOwnerToken, req: Shell
   return {
     kind: 'shell',
     label: req.command.length > LABEL_CHARS ? `${req.command.slice(0, LABEL_CHARS - 1)}…` : req.command,
-    run: async (ctx) => track(await deps.provider(owner, req).spawn(spawnSpec), ctx, deps, req.timeoutMs),
+    run: async (ctx) => {
+      const feed = new OutputDecoder(ctx);
+      const child = await deps.provider(owner, req).spawn({ ...spawnSpec, onOutput: feed.write });
+      return track(child, ctx, deps, req.timeoutMs, feed);
+    },
   };
 }
 
 // From here on the registry owns the process through these hooks.
-function track(child: SubprocessHandle, ctx: JobRunContext, deps: ShellDeps, timeoutMs?: number): JobHooks {
+function track(
+  child: SubprocessHandle,
+  ctx: JobRunContext,
+  deps: ShellDeps,
+  timeoutMs: number | undefined,
+  feed: OutputDecoder,
+): JobHooks {
   const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null);
-  const closed = Promise.all(streams.map((s) => decodeInto(s, ctx)));
+  // Fed (the provider read the pipes into its shared buffer and called `feed.write`): the
+  // streams only say when they closed. Otherwise each stream is decoded from its 'data'.
+  if (child.outputFed) feed.attach(streams);
+  const closed = child.outputFed
+    ? Promise.all(streams.map(closedOf)).then(() => feed.end())
+    : Promise.all(streams.map((s) => decodeInto(s, ctx)));
   // `deadline` owns the timeout timer (ends at exit); `stop` owns the other waits (end at done).
   const deadline = new AbortController();
   const stop = new AbortController();
@@ -148,6 +164,74 @@ const DECODE_SLICE = 65_536;
 // until it is read. Smaller ones are decoded, so a buffer that backs a tiny view (a pipe read
 // of a few bytes) is not kept alive for it.
 const ASCII_BYTES_MIN = 16_384;
+// Output bytes all fed jobs of this thread may take in one turn of the event loop (issue
+// 30.6): past it, a job's pipes pause until the next turn, so 64 floods cost the loop a few ms
+// per turn rather than what libuv can read in one poll phase (32 reads of 64 KiB per pipe).
+const FEED_BYTES_PER_TURN = 1_048_576;
+const feedBudget = new TurnBudget(FEED_BYTES_PER_TURN);
+
+/**
+ * Decodes a job's output bytes into it as they are read (J5): all-ASCII reads of at least
+ * ASCII_BYTES_MIN are copied as bytes into the job's retention (no string, no buffer allocated
+ * per read: issue 30.6), the rest goes through one StringDecoder. `write` may be handed a
+ * reader's reused buffer. A fed spawn reads stdout and stderr into the same feed, so both share
+ * the decoder: a character one stream splits across two reads with the other stream's bytes
+ * arriving in between decodes as U+FFFD (each stream's own decoder, on the 'data' path, would
+ * join it; output written in whole characters, as line-buffered programs do, is exact).
+ */
+class OutputDecoder {
+  readonly #ctx: JobRunContext;
+  readonly #decoder = new StringDecoder('utf8');
+  // The decoder may hold the start of a character only if the last bytes it took ended in a
+  // non-ASCII byte; until the next ASCII byte it must see everything.
+  #held = false;
+  #streams: readonly Readable[] = [];
+  #paused = false;
+
+  constructor(ctx: JobRunContext) {
+    this.#ctx = ctx;
+  }
+
+  /** The streams whose reads feed this decoder: paused while the turn's budget is spent. */
+  attach(streams: readonly Readable[]): void {
+    this.#streams = streams;
+  }
+
+  readonly write = (bytes: Uint8Array): void => {
+    const { appendAsciiCopy } = this.#ctx;
+    for (let at = 0; at < bytes.length; at += DECODE_SLICE) {
+      const slice = bytes.length <= DECODE_SLICE ? bytes : bytes.subarray(at, at + DECODE_SLICE);
+      if (!this.#held && appendAsciiCopy && slice.length >= ASCII_BYTES_MIN && isAscii(slice)) {
+        appendAsciiCopy(slice);
+        continue;
+      }
+      const text = this.#decoder.write(slice as Buffer);
+      this.#held = slice[slice.length - 1]! >= 0x80;
+      if (text.length > 0) this.#ctx.append(text);
+    }
+    if (!feedBudget.spend(bytes.length) && !this.#paused && this.#streams.length > 0) {
+      this.#paused = true;
+      for (const stream of this.#streams) stream.pause();
+      feedBudget.later(() => {
+        this.#paused = false;
+        for (const stream of this.#streams) if (!stream.destroyed) stream.resume();
+      });
+    }
+  };
+
+  end(): void {
+    const rest = this.#decoder.end();
+    if (rest.length > 0) this.#ctx.append(rest);
+  }
+}
+
+// Resolves once `stream` closed (its bytes went to a feed).
+function closedOf(stream: Readable): Promise<void> {
+  return new Promise((resolve) => {
+    stream.on('error', () => {});
+    stream.once('close', () => resolve());
+  });
+}
 
 function decodeInto(stream: Readable, ctx: JobRunContext): Promise<void> {
   const decoder = new StringDecoder('utf8');

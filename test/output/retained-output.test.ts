@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TetherError } from '../../src/errors.js';
+import { idleSlabs, SLAB_BYTES } from '../../src/output/byte-slabs.js';
 import { RetainedOutput } from '../../src/output/retained-output.js';
 
 describe('RetainedOutput', () => {
@@ -161,5 +162,96 @@ describe('RetainedOutput', () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it('J5 (issue 30.6): ASCII copied from a reused buffer into slabs reads back exactly, across slabs, overflows, drops and close', () => {
+    // Pieces up to 1.5 slabs long, so copies cross slab boundaries; `copy` pieces come from one
+    // scratch buffer that is overwritten right after each call, as a reader's shared buffer is.
+    const scratch = Buffer.alloc(SLAB_BYTES * 2);
+    const step = fc.oneof(
+      fc.record({
+        kind: fc.constant('text' as const),
+        text: fc.string({ unit: fc.constantFrom('a', 'é', '😀', '\n'), maxLength: 20 }),
+      }),
+      fc.record({
+        kind: fc.constant('copy' as const),
+        n: fc.integer({ min: 1, max: (SLAB_BYTES * 3) / 2 }),
+        c: fc.constantFrom('x', 'y', 'z'),
+      }),
+      fc.record({ kind: fc.constant('bytes' as const), n: fc.integer({ min: 1, max: 5_000 }) }),
+      fc.record({ kind: fc.constant('read' as const), max: fc.integer({ min: 1, max: SLAB_BYTES }) }),
+      fc.record({ kind: fc.constant('drop' as const), n: fc.integer({ min: 1, max: SLAB_BYTES }) }),
+      fc.record({ kind: fc.constant('close' as const) }),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(step, { maxLength: 25 }),
+        fc.integer({ min: 1, max: SLAB_BYTES * 3 }),
+        (steps, cap) => {
+          const slabs = new RetainedOutput(cap);
+          const model = new RetainedOutput(cap);
+          let cursor = 0;
+          for (const s of steps) {
+            if (s.kind === 'text') {
+              slabs.append(s.text);
+              model.append(s.text);
+            } else if (s.kind === 'copy') {
+              // Distinct content per position, so a wrong offset or a reused byte shows.
+              for (let i = 0; i < s.n; i++) scratch[i] = 0x61 + ((i * 7 + s.c.charCodeAt(0)) % 26);
+              const text = scratch.toString('latin1', 0, s.n);
+              slabs.appendAsciiCopy(scratch.subarray(0, s.n));
+              scratch.fill(0x3f, 0, s.n); // the reader's buffer is reused
+              model.append(text);
+            } else if (s.kind === 'bytes') {
+              const text = 'b'.repeat(s.n);
+              slabs.appendAscii(Buffer.from(text, 'latin1'));
+              model.append(text);
+            } else if (s.kind === 'read') {
+              const page = slabs.read(cursor, s.max);
+              expect(page).toEqual(model.read(cursor, s.max));
+              cursor = page.cursor;
+            } else if (s.kind === 'drop') {
+              expect(slabs.dropOldest(s.n)).toBe(model.dropOldest(s.n));
+            } else {
+              slabs.close();
+              model.close();
+            }
+            expect(slabs.retained).toBe(model.retained);
+            expect(slabs.end).toBe(model.end);
+            expect(slabs.peekTail(9)).toBe(model.peekTail(9));
+          }
+          slabs.close();
+          model.close();
+          for (;;) {
+            const page = slabs.read(cursor, 70_000);
+            expect(page).toEqual(model.read(cursor, 70_000));
+            cursor = page.cursor;
+            if (page.done) break;
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('J5 (issue 30.6): slabs go back to the pool once read, and a finished output keeps only what it holds', () => {
+    const scratch = Buffer.alloc(65_536, 0x61);
+    const out = new RetainedOutput(5 * SLAB_BYTES);
+    for (let i = 0; i < 8; i++) out.appendAsciiCopy(scratch); // 4 slabs of bytes, all retained
+    expect(out.retained).toBe(4 * SLAB_BYTES);
+    const before = idleSlabs();
+    out.appendAsciiCopy(scratch.subarray(0, 100)); // a fifth slab, nearly empty
+    out.close(); // the nearly empty one is copied out and given back
+    expect(idleSlabs()).toBe(Math.min(64, before + 1));
+    let text = '';
+    for (let cursor = 0; ; ) {
+      const page = out.read(cursor, 100_000);
+      text += page.text;
+      cursor = page.cursor;
+      if (page.done) break;
+    }
+    expect(text.length).toBe(4 * SLAB_BYTES + 100);
+    expect(text === 'a'.repeat(4 * SLAB_BYTES + 100)).toBe(true);
+    expect(idleSlabs()).toBe(Math.min(64, before + 5));
   });
 });

@@ -1,0 +1,67 @@
+/**
+ * A budget of work per turn of the event loop, shared by everyone who spends from it (issue
+ * 30.6). libuv reads a ready pipe up to 32 times in one callback and serves every ready pipe in
+ * the same poll phase, so 64 floods handed the main thread 100+ MB to copy between two timers;
+ * a reader that spends past the budget stops until the next turn (`later`), and the turn ends.
+ * What waits goes on in call order, and every waiter gets at least one more step per turn.
+ *
+ * Written here for the reason `TurnSlices` is (src/jobs/job-turns.ts): no kept library bounds
+ * work per turn, and Node 20 has no `scheduler.yield`. One `setImmediate` at most is armed, and
+ * only while the turn's budget is in use or someone waits.
+ *
+ * @example
+ * ```ts
+ * const budget = new TurnBudget(1_048_576);
+ * if (!budget.spend(bytes.length)) { socket.pause(); budget.later(() => socket.resume()); }
+ * ```
+ */
+export class TurnBudget {
+  readonly perTurn: number;
+  readonly #waiting: Array<() => void> = [];
+  #used = 0;
+  #armed = false;
+
+  constructor(perTurn: number) {
+    this.perTurn = perTurn;
+  }
+
+  /** Callers waiting for a later turn. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /** Whether this turn's budget still has room (nothing was spent past it). */
+  get hasRoom(): boolean {
+    return this.#used < this.perTurn;
+  }
+
+  /** Counts `units` of work done in this turn; false once the turn's budget is spent. */
+  spend(units: number): boolean {
+    this.#used += units;
+    this.#arm();
+    return this.#used < this.perTurn;
+  }
+
+  /** Runs `resume` at the start of the next turn (FIFO with the other waiters). */
+  later(resume: () => void): void {
+    this.#waiting.push(resume);
+    this.#arm();
+  }
+
+  /** Resolves in the next turn. */
+  nextTurn(): Promise<void> {
+    return new Promise((resolve) => this.later(resolve));
+  }
+
+  // The immediate that ends a turn: its budget starts from zero and its waiters go on.
+  #arm(): void {
+    if (this.#armed) return;
+    this.#armed = true;
+    setImmediate(() => {
+      this.#armed = false;
+      this.#used = 0;
+      const waiting = this.#waiting.splice(0);
+      for (const resume of waiting) resume();
+    });
+  }
+}
