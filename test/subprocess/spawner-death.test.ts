@@ -5,9 +5,14 @@ import { createRuntime, type Runtime, type ShellResult } from '../../src/index.j
 import { shellJobSpec } from '../../src/shell/shell-job.js';
 import { runShell, type ShellDeps } from '../../src/shell/shell-service.js';
 import { createLocalProvider } from '../../src/subprocess/local-provider.js';
-import { listPids, readProcStat } from '../../src/subprocess/proc.js';
+import { listPids, readProcStat, readProcText } from '../../src/subprocess/proc.js';
 import { orphanState } from '../../src/subprocess/spawner/orphan-exit.js';
-import { spawnerBinary, startSpawner } from '../../src/subprocess/spawner/spawner.js';
+import {
+  type Spawner,
+  SpawnerGone,
+  spawnerBinary,
+  startSpawner,
+} from '../../src/subprocess/spawner/spawner.js';
 import { jobHarness, readAll, settle } from '../support/job-harness.js';
 import { ownSpawners } from '../support/proc-oracle.js';
 
@@ -230,6 +235,71 @@ describe.runIf(spawnerBinary() !== null)('what a dead spawner could not tell (is
       await h.close();
       await provider.dispose();
       await spawner.dispose();
+    }
+  });
+});
+
+describe('a start the spawner died without answering (issue 30.3)', () => {
+  // Mocks, as the fault cannot be timed for real: a spawner that dies between receiving a start
+  // and answering it — after starting the child (`started`) or before.
+  const dyingSpawner = (startsIt: boolean): Spawner => {
+    let alive = true;
+    return {
+      get alive() {
+        return alive;
+      },
+      async spawn(request) {
+        if (startsIt) {
+          const [file, ...args] = request.argv;
+          spawn(file, args, { env: request.env, cwd: request.cwd, detached: true, stdio: 'ignore' }).unref();
+          await sleep(100);
+        }
+        alive = false;
+        throw new SpawnerGone('the spawner process ended (SIGKILL)', true);
+      },
+      async dispose() {},
+    };
+  };
+  const spec = (command: string) =>
+    ({
+      argv: ['/bin/bash', '-c', command],
+      cwd: '/',
+      cleanupGraceMs: 200,
+      stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+    }) as const;
+
+  it('issue 30.3: one that had started is killed in its boundary and ends lost (it is not run twice)', async () => {
+    const marker = `tether-unanswered-${process.pid}`;
+    const provider = createLocalProvider({ spawner: dyingSpawner(true) });
+    try {
+      const child = await provider.spawn(spec(`exec -a ${marker} sleep 30`));
+      expect(await child.exited).toMatchObject({
+        exitCode: null,
+        signal: null,
+        lost: {
+          by: 'spawner',
+          reason: expect.stringMatching(/while starting this command: it had started and was killed/),
+        },
+      });
+      expect(listPids().filter((p) => readProcText(`/proc/${p}/cmdline`)?.startsWith(marker))).toEqual([]);
+      expect(await child.kill()).toMatchObject({ status: 'quiescent' });
+    } finally {
+      await provider.dispose();
+    }
+  });
+
+  it('issue 30.3: one that had not started is started through child_process, once', async () => {
+    const provider = createLocalProvider({ spawner: dyingSpawner(false) });
+    try {
+      const child = await provider.spawn(spec('echo "ppid=$PPID"'));
+      const chunks: Buffer[] = [];
+      child.stdout!.on('data', (b: Buffer) => chunks.push(b));
+      const closed = new Promise((resolve) => child.stdout!.once('close', resolve));
+      expect(await child.exited).toEqual({ exitCode: 0, signal: null });
+      await closed;
+      expect(Buffer.concat(chunks).toString()).toBe(`ppid=${process.pid}\n`);
+    } finally {
+      await provider.dispose();
     }
   });
 });

@@ -41,6 +41,10 @@ export interface SpawnedChild {
   readonly stderr: Readable | null;
   /** True when stdout and stderr are read into the request's `onOutput`. */
   readonly outputFed: boolean;
+  /**
+   * Its exit as the spawner reported it; after the spawner's death, as /proc shows it (issue
+   * 30.3): with `lost` (status null) when its status or its output could not be learned.
+   */
   readonly exited: Promise<SubprocessExit>;
 }
 
@@ -70,11 +74,16 @@ export class SpawnerGone extends Error {
 
 /** The spawner process of one runtime (see tether-spawner.c for why it exists). */
 export interface Spawner {
-  /** False once the spawner process ended: callers fall back to `child_process`. */
+  /**
+   * False once the spawner process ended: callers fall back to `child_process`. Its children
+   * keep their pipes (ours are opened before it lets go of its own); their exits are then
+   * learned from /proc.
+   */
   readonly alive: boolean;
   /**
    * Starts a child in its own session. Rejects {@link SpawnRefused} when the child could not
-   * start (nothing runs), or {@link SpawnerGone} when the spawner itself is gone.
+   * start (nothing runs), or {@link SpawnerGone} when the spawner itself is gone (`unanswered`
+   * when it died with this start sent: the child may have started).
    */
   spawn(request: SpawnerRequest): Promise<SpawnedChild>;
   /** Ends the spawner (its children are the containment's to kill first). Idempotent. */
@@ -195,22 +204,20 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
     return { exitCode: null, signal: null, lost: { by: 'spawner', reason } };
   };
   let orphanTimer: NodeJS.Timeout | null = null;
+  // One timer for all of them, re-armed while any is left; a poll reads one /proc file per
+  // orphan (24 µs here), so the period grows with their number: at most ~5% of the loop.
   const watchOrphans = () => {
-    const poll = () => {
-      for (const [pid, { resolve, identity }] of exits) {
-        const now = orphanState(identity);
-        if (now.state === 'running') continue;
-        exits.delete(pid);
-        resolve(report(pid, now.exit));
-      }
-      if (exits.size === 0 && orphanTimer !== null) {
-        clearInterval(orphanTimer);
-        orphanTimer = null;
-      }
-      refresh();
-    };
-    orphanTimer ??= setInterval(poll, ORPHAN_POLL_MS);
-    poll();
+    orphanTimer = null;
+    for (const [pid, { resolve, identity }] of exits) {
+      const now = orphanState(identity);
+      if (now.state === 'running') continue;
+      exits.delete(pid);
+      resolve(report(pid, now.exit));
+    }
+    if (exits.size > 0 && disposing === null) {
+      orphanTimer = setTimeout(watchOrphans, Math.max(ORPHAN_POLL_MS, exits.size / 2));
+    }
+    refresh();
   };
   proc.once('error', (err) => die(err.message, true));
   proc.once('exit', (code, signal) => {
@@ -397,7 +404,7 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
         // The channel's end follows the exit; a spawner that never started has none to wait for.
         if (proc.pid === undefined) die('disposed', true);
         await ended;
-        if (orphanTimer !== null) clearInterval(orphanTimer);
+        if (orphanTimer !== null) clearTimeout(orphanTimer);
         orphanTimer = null;
         for (const [pid, { resolve }] of exits) resolve(report(pid, null));
         exits.clear();
