@@ -86,3 +86,27 @@ export function documentedFiles(root: string): string[] {
     .map((name) => `docs/${name}`);
   return ['README.md', ...docs];
 }
+
+/**
+ * The anchor GitHub gives a heading: lower case, punctuation dropped (hyphens and underscores
+ * kept), each space a hyphen.
+ */
+export function headingAnchor(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
+}
+
+/** Every heading anchor of a Markdown file. */
+export function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  let fenced = false;
+  for (const line of markdown.split('\n')) {
+    if (/^\s*```/.test(line)) fenced = !fenced;
+    const heading = fenced ? null : /^#{1,6} (.+)$/.exec(line);
+    if (heading) anchors.add(headingAnchor(heading[1]!));
+  }
+  return anchors;
+}

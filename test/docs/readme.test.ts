@@ -8,12 +8,12 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { documentedFiles, matchesOutput, readmeBlocks, UNMARKED_DOCS } from './readme-blocks.js';
+import { anchorsOf, documentedFiles, matchesOutput, readmeBlocks, UNMARKED_DOCS } from './readme-blocks.js';
 
 // The README and docs/, executed: every block marked `readme: run` is run as written, as a
 // consumer's ES module importing `tether-runtime` — the built package of this repository,
@@ -88,6 +88,23 @@ describe('README.md and docs/', () => {
       quickStart.trim().split('\n').length,
       'the quick start: clone, demo, one snippet, the MCP config',
     ).toBeLessThanOrEqual(50);
+  });
+
+  it('R: every relative link of README.md and docs/ reaches a file, and every #anchor a heading of it', () => {
+    const broken: string[] = [];
+    for (const { doc } of docs) {
+      const text = readFileSync(join(root, doc), 'utf8');
+      for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue; // a URL
+        const [path = '', anchor] = target!.split('#');
+        const file = path === '' ? join(root, doc) : join(root, dirname(doc), path);
+        if (!existsSync(file)) broken.push(`${doc}: ${target} (no such file)`);
+        else if (anchor && !anchorsOf(readFileSync(file, 'utf8')).has(anchor)) {
+          broken.push(`${doc}: ${target} (no such heading)`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
   });
 
   it('R: the runnable blocks type-check as a consumer’s TypeScript against the built package (strict, @types/node)', () => {
