@@ -1,6 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { TetherError } from '../errors.js';
 import { createFrameReader, type HelperFrame, inputFrame, jsonFrame } from './helper-frames.js';
-import type { SshLink } from './ssh-connection.js';
+import type { HelperLink } from './helper-link.js';
 
 /** What the helper sends unasked: numbered output, stream ends and exits, per job number. */
 export interface HelperEvents {
@@ -26,7 +27,8 @@ export interface HelperChannel {
 }
 
 /**
- * Wraps an {@link SshLink}: `label` (user@host:port) goes into every error.
+ * Runs the helper protocol over a {@link HelperLink}'s plain duplex byte stream (X5: SSH or any
+ * exec transport): `label` (user@host:port, podman:c1) goes into every error.
  *
  * @example
  * ```ts
@@ -34,8 +36,13 @@ export interface HelperChannel {
  * const hello = await helper.request({ op: 'hello' });
  * ```
  */
-export function createHelperChannel(link: SshLink, label: string, events: HelperEvents): HelperChannel {
-  const { client, channel } = link;
+export function createHelperChannel(
+  link: HelperLink,
+  label: string,
+  events: HelperEvents,
+  heartbeat?: Heartbeat,
+): HelperChannel {
+  const { stream: channel, kind } = link;
   const pending = new Map<number, { resolve(v: Record<string, unknown>): void; reject(e: Error): void }>();
   const writes = new Set<(err: Error) => void>();
   let nextId = 0;
@@ -47,12 +54,12 @@ export function createHelperChannel(link: SshLink, label: string, events: Helper
   const lose = (why: string) => {
     if (reason !== null) return;
     reason = why;
-    for (const p of pending.values()) p.reject(lostError(label, why));
+    for (const p of pending.values()) p.reject(lostError(label, why, kind));
     pending.clear();
-    // A write stalled on the SSH window (a stopped server) never calls back: it fails here.
-    for (const reject of writes) reject(lostError(label, why));
+    // A write stalled on the transport's window (a stopped server) never calls back: it fails here.
+    for (const reject of writes) reject(lostError(label, why, kind));
     writes.clear();
-    client.destroy();
+    link.destroy();
     markLost(why);
   };
   const onFrame = (frame: HelperFrame) => {
@@ -76,30 +83,33 @@ export function createHelperChannel(link: SshLink, label: string, events: Helper
     const last = link.stderr().trim().split('\n').pop();
     lose(last ? `the helper channel closed (${last})` : 'the helper channel closed');
   });
-  client.on('error', (err: Error) => lose(err.message));
-  client.on('close', () => lose('the connection closed'));
+  // An exec stream reports a write to a dead process as an error: the channel is lost.
+  channel.on('error', (err: Error) => lose(err.message));
+  link.onDown(lose);
   if (link.leftover.length > 0) read(link.leftover);
   channel.resume();
 
   const write = (frame: Buffer): Promise<void> =>
     new Promise((resolve, reject) => {
-      if (reason !== null) return reject(lostError(label, reason));
+      if (reason !== null) return reject(lostError(label, reason, kind));
       writes.add(reject);
       channel.write(frame, (err) => {
         writes.delete(reject);
-        if (err) reject(lostError(label, err.message));
+        if (err) reject(lostError(label, err.message, kind));
         else resolve();
       });
     });
+  const request = (message: Record<string, unknown>): Promise<Record<string, unknown>> => {
+    if (reason !== null) return Promise.reject(lostError(label, reason, kind));
+    const id = ++nextId;
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      channel.write(jsonFrame({ ...message, id }));
+    });
+  };
+  if (heartbeat !== undefined) void beat(heartbeat, request, lost, lose);
   return {
-    request(message) {
-      if (reason !== null) return Promise.reject(lostError(label, reason));
-      const id = ++nextId;
-      return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        channel.write(jsonFrame({ ...message, id }));
-      });
-    },
+    request,
     notify(message) {
       if (reason === null) channel.write(jsonFrame(message));
     },
@@ -116,6 +126,43 @@ export function createHelperChannel(link: SshLink, label: string, events: Helper
 }
 
 /**
+ * A probe the helper answers at once, every `intervalMs`; no answer within `intervalMs × countMax`
+ * loses the channel (X3). For transports without a keepalive of their own (an exec stream notices
+ * a stall only when its process exits); SSH has its own.
+ */
+export interface Heartbeat {
+  readonly intervalMs: number;
+  readonly countMax: number;
+}
+
+// Any reply proves the helper alive: `ping` is not an op, so the helper answers with a refusal
+// (no protocol change). Stops when the channel is lost.
+async function beat(
+  { intervalMs, countMax }: Heartbeat,
+  request: (message: Record<string, unknown>) => Promise<unknown>,
+  lost: Promise<string>,
+  lose: (why: string) => void,
+): Promise<void> {
+  const stop = new AbortController();
+  void lost.then(() => stop.abort());
+  while (!stop.signal.aborted) {
+    const answered = await sleep(intervalMs, false, { signal: stop.signal }).catch(() => true);
+    if (answered) return;
+    const bound = new AbortController();
+    const reply = request({ op: 'ping' }).then(
+      () => true,
+      () => true,
+    );
+    const ok = await Promise.race([
+      reply,
+      sleep(intervalMs * countMax, false, { signal: bound.signal }).catch(() => true),
+    ]);
+    bound.abort();
+    if (!ok) lose(`no answer from the helper within ${intervalMs * countMax} ms`);
+  }
+}
+
+/**
  * The error of a call whose host went away (X3): names the host and what happens next.
  *
  * @example
@@ -123,9 +170,9 @@ export function createHelperChannel(link: SshLink, label: string, events: Helper
  * throw lostError('ci@build-1:22', 'Keepalive timeout');
  * ```
  */
-export function lostError(label: string, why: string): TetherError {
+export function lostError(label: string, why: string, kind = 'SSH connection'): TetherError {
   return new TetherError(
     'PROVIDER_LOST',
-    `the SSH connection to ${label} was lost (${why}); remote jobs re-attach when it comes back, retry the call then`,
+    `the ${kind} to ${label} was lost (${why}); remote jobs re-attach when it comes back, retry the call then`,
   );
 }

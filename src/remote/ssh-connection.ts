@@ -1,53 +1,8 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import ssh2 from 'ssh2';
 import { TetherError } from '../errors.js';
+import { bootstrapHelper, helperArgv } from './helper-bootstrap.js';
+import type { HelperLink } from './helper-link.js';
 import type { ResolvedSshOptions } from './ssh-options.js';
-
-/** One open SSH connection and the exec channel that relays to the remote helper daemon. */
-export interface SshLink {
-  readonly client: ssh2.Client;
-  readonly channel: ssh2.ClientChannel;
-  /** Bytes the channel carried after the helper's greeting line (the first frames). */
-  readonly leftover: Buffer;
-  /** The helper's stderr so far (its complaint, when it dies). */
-  stderr(): string;
-}
-
-let helper: { source: Buffer; hash: string } | null = null;
-
-/**
- * The helper's source and version (the hash of its source: a changed helper is uploaded under a
- * new name). Read once, on the first connect: beside this module in src/, or from dist/src/remote/
- * back in the package's src/remote/.
- */
-function helperSource(): { source: Buffer; hash: string } {
-  for (const rel of ['./tether-helper.py', '../../../src/remote/tether-helper.py']) {
-    try {
-      const source = readFileSync(new URL(rel, import.meta.url));
-      helper ??= { source, hash: createHash('sha256').update(source).digest('hex').slice(0, 16) };
-      return helper;
-    } catch {}
-  }
-  throw new TetherError(
-    'PROVIDER_UNAVAILABLE',
-    'tether-helper.py is missing from the package; reinstall tether-runtime',
-  );
-}
-
-// Reads exactly the helper's bytes from stdin, stores it once under its hash, then runs it.
-const BOOTSTRAP = [
-  'import os,sys',
-  'if sys.version_info<(3,8):sys.stderr.write("TETHER-MISSING python3 >= 3.8 (found %s)\\n"%sys.version.split()[0]);sys.exit(4)',
-  'd,h,n=sys.argv[1],sys.argv[2],int(sys.argv[3]);b=bytearray()',
-  'while len(b)<n:',
-  ' c=os.read(0,n-len(b))',
-  ' if not c:sys.exit(5)',
-  ' b+=c',
-  'os.makedirs(d,0o700,exist_ok=True);f=os.path.join(d,"tether-helper-"+h+".py")',
-  'if not os.path.exists(f):t=f+".%d"%os.getpid();open(t,"wb").write(b);os.rename(t,f)',
-  'os.execv(sys.executable,[sys.executable,"-u",f,"connect",d])',
-].join('\n');
 
 /**
  * Connects, verifies the host key, authenticates, uploads the helper when this version is not
@@ -59,7 +14,7 @@ const BOOTSTRAP = [
  * const link = await openSshLink(resolveSshOptions({ host, username, privateKey, hostKey }));
  * ```
  */
-export async function openSshLink(options: ResolvedSshOptions): Promise<SshLink> {
+export async function openSshLink(options: ResolvedSshOptions): Promise<HelperLink> {
   const client = await connectClient(options);
   try {
     return await openHelperChannel(client, options);
@@ -131,11 +86,13 @@ function keyBlob(line: string): Buffer {
   return Buffer.from(b64, 'base64');
 }
 
-function openHelperChannel(client: ssh2.Client, options: ResolvedSshOptions): Promise<SshLink> {
+function openHelperChannel(client: ssh2.Client, options: ResolvedSshOptions): Promise<HelperLink> {
   const at = `${options.host}:${options.port}`;
   const dir = options.helperDir === undefined ? '"$HOME"/.cache/tether' : shellQuote(options.helperDir);
-  const { source, hash } = helper ?? helperSource();
-  const command = `exec python3 -c ${shellQuote(BOOTSTRAP)} ${dir} ${hash} ${source.length}`;
+  const [python, ...args] = helperArgv('');
+  // The directory is the one word the remote shell expands; the rest is quoted as given.
+  const words = args.map((word, i) => (i === 2 ? dir : shellQuote(word)));
+  const command = `exec ${python} ${words.join(' ')}`;
   return new Promise((resolve, reject) => {
     client.exec(command, (err, channel) => {
       if (err) {
@@ -147,47 +104,25 @@ function openHelperChannel(client: ssh2.Client, options: ResolvedSshOptions): Pr
         return;
       }
       let stderr = '';
-      let greeting = Buffer.alloc(0);
       channel.stderr.on('data', (chunk: Buffer) => {
         stderr = (stderr + chunk.toString('utf8')).slice(-4000);
       });
-      const onData = (chunk: Buffer) => {
-        greeting = Buffer.concat([greeting, chunk]);
-        const eol = greeting.indexOf(10);
-        if (eol < 0) return;
-        channel.off('data', onData);
-        channel.off('exit', onExit);
-        if (!greeting.subarray(0, eol).toString().startsWith('TETHER-HELPER ')) {
-          reject(
-            new TetherError(
-              'PROVIDER_UNAVAILABLE',
-              `the helper on ${at} answered ${JSON.stringify(greeting.subarray(0, eol).toString())}`,
-            ),
-          );
-          return;
-        }
-        channel.pause();
-        resolve({ client, channel, leftover: greeting.subarray(eol + 1), stderr: () => stderr });
-      };
-      const onExit = (code: number | null) => {
-        channel.off('data', onData);
-        const missing = /TETHER-MISSING (.*)/.exec(stderr)?.[1];
-        const what =
-          missing !== undefined
-            ? `${missing} not found on ${at}`
-            : code === 127
-              ? `python3 >= 3.8 not found on ${at} (the remote helper needs it in the login PATH)`
-              : `the remote helper on ${at} did not start (exit ${code}): ${stderr.trim() || 'no message'}`;
-        reject(
-          new TetherError(
-            'PROVIDER_UNAVAILABLE',
-            `${what}; install python3 >= 3.8 there or fix the helper directory`,
-          ),
-        );
-      };
-      channel.on('data', onData);
-      channel.once('exit', onExit);
-      channel.write(source);
+      const exited = new Promise<number | null>((done) =>
+        channel.once('exit', (code: number | null) => done(code)),
+      );
+      bootstrapHelper({ stream: channel, at, stderr: () => stderr, exited }).then((leftover) => {
+        resolve({
+          kind: 'SSH connection',
+          stream: channel,
+          leftover,
+          stderr: () => stderr,
+          destroy: () => client.destroy(),
+          onDown: (listener) => {
+            client.on('error', (e: Error) => listener(e.message));
+            client.on('close', () => listener('the connection closed'));
+          },
+        });
+      }, reject);
     });
   });
 }

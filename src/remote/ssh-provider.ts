@@ -1,33 +1,11 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { TetherError } from '../errors.js';
-import { sanitizeEnv } from '../subprocess/env.js';
-import { newTreeId } from '../subprocess/marker.js';
-import type { SubprocessProvider, SubprocessSpawnSpec, TerminalSpawnSpec } from '../subprocess/types.js';
-import { createHelperChannel, type HelperChannel, lostError } from './helper-channel.js';
-import type { RemoteHost, RemoteTree } from './remote-host.js';
-import { remoteProcess } from './remote-process.js';
-import { remoteTerminal } from './remote-terminal.js';
+import { createHelperProvider, type RemoteProvider } from './helper-provider.js';
 import { openSshLink } from './ssh-connection.js';
 import { resolveSshOptions, type SshProviderOptions } from './ssh-options.js';
 
 export type { SshProviderOptions } from './ssh-options.js';
 
-/** The SSH provider: also says whether its connection is up (`workers`, D3). */
-export interface SshProvider extends SubprocessProvider {
-  /** 1 while a connection is open, else 0. */
-  readonly workers: number;
-  /** `user@host:port`. */
-  readonly label: string;
-  /** Whether remote hosts answer `stdin_read` probes (known after the first connect). */
-  readonly provesInput: boolean | null;
-  dispose(): Promise<void>;
-}
-
-interface Session {
-  readonly helper: HelperChannel;
-  readonly instance: string;
-  readonly env: Record<string, string>;
-}
+/** The SSH provider: a {@link RemoteProvider} whose label is `user@host:port`. */
+export type SshProvider = RemoteProvider;
 
 /**
  * A provider that runs every tree on another host over SSH (X1): one connection, one exec
@@ -47,212 +25,16 @@ interface Session {
  */
 export function createSshProvider(input: SshProviderOptions): SshProvider {
   const options = resolveSshOptions(input);
-  const { label } = options;
-  const trees = new Map<number, RemoteTree>();
-  // Trees whose helper died or whose host was lost: killed by marker once the host answers again.
-  const orphans = new Set<string>();
-  let session: Session | null = null;
-  let connecting: Promise<Session> | null = null;
-  let lastInstance: string | null = null;
-  let provesInput: boolean | null = null;
-  let disposed = false;
-  const stop = new AbortController();
-  // Every channel opened and not yet lost, the one being connected included: dispose closes them
-  // all, so a reconnect that was under way when dispose came cannot leave a connection behind.
-  const channels = new Set<HelperChannel>();
-  const disposedError = () =>
-    new TetherError('RUNTIME_DISPOSED', `the SSH provider for ${label} was disposed`);
-  let nextN = 0;
-
-  const connect = async (): Promise<Session> => {
-    const link = await openSshLink(options);
-    if (disposed) {
-      link.client.destroy();
-      throw disposedError();
-    }
-    const helper = createHelperChannel(link, label, {
-      data: (n, stream, offset, bytes) => trees.get(n)?.data(stream, offset, bytes),
-      event: (message) => trees.get(message.n as number)?.event(message),
-    });
-    channels.add(helper);
-    void helper.lost.then(() => channels.delete(helper));
-    try {
-      return await greet(helper);
-    } catch (err) {
-      helper.close();
-      throw err;
-    }
-  };
-
-  // Hello, re-attach or orphan each tree, kill the orphans; the session once all of it is done.
-  const greet = async (helper: HelperChannel): Promise<Session> => {
-    const hello = await helper.request({ op: 'hello', lingerMs: options.lingerMs });
-    const next: Session = {
-      helper,
-      instance: hello.instance as string,
-      env: hello.env as Record<string, string>,
-    };
-    provesInput = hello.proofs === true;
-    const sameHelper = lastInstance === hello.instance;
-    lastInstance = next.instance;
-    for (const tree of [...trees.values()]) {
-      const attached =
-        sameHelper &&
-        (await helper.request({ op: 'attach', n: tree.n, tree: tree.treeId, cursors: tree.cursors() }).then(
-          () => true,
-          () => false,
-        ));
-      // A channel that closed mid-attach proves nothing about the tree: the next connect retries.
-      if (!helper.alive) break;
-      if (!attached) {
-        trees.delete(tree.n);
-        orphans.add(tree.treeId);
-        tree.lost(`the remote helper on ${label} died; its trees are killed when it is reached again`);
-      }
-    }
-    for (const tree of [...orphans]) {
-      await helper.request({ op: 'kill', tree, graceMs: 500 }).catch(() => {});
-      if (helper.alive) orphans.delete(tree);
-    }
-    if (disposed || !helper.alive) {
-      throw disposed ? disposedError() : lostError(label, 'the helper channel closed while connecting');
-    }
-    void helper.lost.then((why) => onLost(next, why));
-    return next;
-  };
-
-  // X3: fail what was in flight (the channel did), then try to re-attach the trees that remain.
-  const onLost = (lost: Session, why: string) => {
-    if (session !== lost) return;
-    session = null;
-    if (disposed || trees.size === 0) return;
-    connecting = reconnect(why).finally(() => {
-      connecting = null;
-    });
-    connecting.catch(() => {});
-  };
-  const reconnect = async (why: string): Promise<Session> => {
-    let last: unknown = why;
-    for (let attempt = 0; attempt < options.reconnectAttempts && !disposed; attempt++) {
-      await sleep(options.reconnectDelayMs, undefined, { signal: stop.signal }).catch(() => {});
-      if (disposed) break;
-      try {
-        session = await connect();
-        return session;
-      } catch (err) {
-        last = err;
-      }
-    }
-    const reason = `lost (${why}) and not re-established: ${last instanceof Error ? last.message : String(last)}`;
-    for (const tree of [...trees.values()]) {
-      orphans.add(tree.treeId);
-      tree.lost(reason);
-    }
-    trees.clear();
-    throw lostError(label, why);
-  };
-  const ready = async (): Promise<Session> => {
-    if (disposed) throw disposedError();
-    if (session?.helper.alive) return session;
-    connecting ??= connect()
-      .then((s) => {
-        session = s;
-        return s;
-      })
-      .finally(() => {
-        connecting = null;
-      });
-    return connecting;
-  };
-
-  const host: RemoteHost = {
-    label,
-    request: async (message) => (await ready()).helper.request(message),
-    notify: (message) => session?.helper.notify(message),
-    input: async (n, bytes) => (await ready()).helper.input(n, bytes),
-    release: (n, tree) => {
-      trees.delete(n);
-      session?.helper.notify({ op: 'release', tree });
-    },
-  };
-
-  // One tree on the helper: routed before the request leaves (its first frames may follow the
-  // reply at once), dropped again when the spawn is refused.
-  const start = async <R extends { readonly tree: RemoteTree }>(
-    spec: SubprocessSpawnSpec | TerminalSpawnSpec,
-    make: (n: number, treeId: string) => R,
-    fields: Record<string, unknown>,
-  ): Promise<{ remote: R; reply: Record<string, unknown> }> => {
-    if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
-    const current = await ready();
-    const n = ++nextN;
-    const treeId = newTreeId();
-    const env = sanitizeEnv(current.env, options.env, spec.env);
-    const remote = make(n, treeId);
-    trees.set(n, remote.tree);
-    const reply = await current.helper
-      .request({ op: 'spawn', n, tree: treeId, argv: spec.argv, cwd: spec.cwd, env, ...fields })
-      .catch((err: unknown) => {
-        trees.delete(n);
-        throw err;
-      });
-    return { remote, reply };
-  };
-
-  return {
+  return createHelperProvider({
     name: 'ssh',
-    label,
-    get provesInput() {
-      return provesInput;
-    },
-    get workers() {
-      return session?.helper.alive ? 1 : 0;
-    },
-    async spawn(spec) {
-      const { stdin, stdout, stderr } = spec.stdio;
-      const { remote, reply } = await start(spec, (n, treeId) => remoteProcess(host, n, treeId, spec), {
-        stdin: stdin === 'pipe',
-        stdio: [false, stdout !== 'ignore', stderr !== 'ignore'],
-      });
-      return remote.started(reply);
-    },
-    async spawnTerminal(spec) {
-      const { remote, reply } = await start(spec, (n, treeId) => remoteTerminal(host, n, treeId, spec), {
-        pty: { cols: spec.cols, rows: spec.rows },
-      });
-      const handle = remote.started(reply);
-      if (spec.signal?.aborted) {
-        await handle.kill();
-        throw new TetherError('ABORTED', 'the spawn was aborted while the terminal was opening');
-      }
-      return handle;
-    },
-    async dispose() {
-      if (disposed) return;
-      disposed = true;
-      stop.abort();
-      const current = session;
-      session = null;
-      // A bounded goodbye: a dead or stalled host must not hold dispose (X3).
-      const bound = new AbortController();
-      const bye = current?.helper.alive ? current.helper.request({ op: 'bye' }).catch(() => {}) : null;
-      if (bye !== null) {
-        await Promise.race([
-          bye,
-          sleep(options.keepaliveIntervalMs, undefined, { signal: bound.signal }).catch(() => {}),
-        ]);
-      }
-      for (const helper of channels) helper.close();
-      // A connect under way ends at its next step (its channel is closed, or it sees `disposed`
-      // once the handshake returns): wait for it, within the handshake's own bound.
-      const pending = connecting;
-      if (pending !== null) {
-        await Promise.race([
-          pending.catch(() => {}),
-          sleep(options.connectTimeoutMs, undefined, { signal: bound.signal }).catch(() => {}),
-        ]);
-      }
-      bound.abort();
-    },
-  };
+    label: options.label,
+    kind: 'SSH connection',
+    open: () => openSshLink(options),
+    lingerMs: options.lingerMs,
+    reconnectAttempts: options.reconnectAttempts,
+    reconnectDelayMs: options.reconnectDelayMs,
+    byeBoundMs: options.keepaliveIntervalMs,
+    connectBoundMs: options.connectTimeoutMs,
+    ...(options.env === undefined ? {} : { env: options.env }),
+  });
 }
