@@ -107,6 +107,20 @@ describe('README.md and docs/', () => {
     expect(broken).toEqual([]);
   });
 
+  it('R: every src/, machines/, workers/, test/ and bench/ path the docs name exists', () => {
+    const missing = docs.flatMap(({ doc }) =>
+      [
+        ...readFileSync(join(root, doc), 'utf8').matchAll(
+          /`((?:src|machines|workers|test|bench)\/[\w./-]*)`/g,
+        ),
+      ]
+        .map((m) => m[1]!)
+        .filter((path) => !existsSync(join(root, path)))
+        .map((path) => `${doc}: ${path}`),
+    );
+    expect(missing, 'a file moved or was renamed: update the doc').toEqual([]);
+  });
+
   it('R: the runnable blocks type-check as a consumer’s TypeScript against the built package (strict, @types/node)', () => {
     const files = runnable.map(({ file }) => join(app, `${file}.ts`));
     const program = ts.createProgram(files, {
