@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime, type ShellResult } from '../../src/index.js';
@@ -158,10 +159,11 @@ describe.runIf(spawnerBinary() !== null)('what a dead spawner could not tell (is
     cgroup: null,
     stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
   } as const;
-  // Holds this thread (the loop reads nothing meanwhile) for `ms`.
-  const hold = (ms: number) => {
-    const until = performance.now() + ms;
-    while (performance.now() < until) {}
+  // Holds this thread (the loop reads nothing meanwhile) until `done` (at most 10 s).
+  const holdUntil = (done: () => boolean) => {
+    const until = performance.now() + 10_000;
+    while (!done() && performance.now() < until) {}
+    expect(done()).toBe(true);
   };
 
   it('issue 30.3: a child that printed and exited 0 while its S line waited, the spawner then killed, is lost with its output (before: { exitCode: 0, output: "" })', async () => {
@@ -175,10 +177,13 @@ describe.runIf(spawnerBinary() !== null)('what a dead spawner could not tell (is
       const [pid] = childrenOf(process.pid).filter((p) => readProcStat(p)?.comm === 'tether-spawner');
       // Sent now; while this thread is held the child starts, prints, exits and is reaped, and
       // the spawner dies before we opened the FIFO: nobody held the pipe in between.
-      const started = spawner.spawn({ ...spec, argv: ['/bin/sh', '-c', 'echo printed'] });
-      hold(400);
+      const done = `${process.env.TMPDIR ?? '/tmp'}/tether-printed-${process.pid}`;
+      rmSync(done, { force: true });
+      const started = spawner.spawn({ ...spec, argv: ['/bin/sh', '-c', `echo printed; : > ${done}`] });
+      holdUntil(() => existsSync(done) && childrenOf(pid!).length === 0); // it exited, was reaped
       process.kill(pid!, 'SIGKILL');
-      hold(100);
+      holdUntil(() => readProcStat(pid!)?.state === 'Z'); // dead, its fds closed
+      rmSync(done, { force: true });
       const child = await started;
       const chunks: Buffer[] = [];
       child.stdout!.on('data', (b: Buffer) => chunks.push(b));

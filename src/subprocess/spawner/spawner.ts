@@ -159,6 +159,9 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
   const exitedProc = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   // The spawner keeps the loop alive only while it has work: starts or children to report.
   const refresh = () => {
+    // A closed socket's ref() waits for a 'connect' that never comes (a listener per call): once
+    // the channel is gone, only the orphan poll's timer holds the loop.
+    if (control.destroyed) return;
     if (starts.size + exits.size > 0) control.ref();
     else control.unref();
   };
