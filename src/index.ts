@@ -62,6 +62,18 @@ export type {
   PolicyRule,
   SimpleCommand,
 } from './policy/policy-types.js';
+export {
+  type ContainerProviderOptions,
+  createContainerProvider,
+} from './remote/container-provider.js';
+export {
+  createExecProvider,
+  type ExecProvider,
+  type ExecProviderOptions,
+  type ExecTransportOptions,
+} from './remote/exec-provider.js';
+export type { RemoteProvider } from './remote/helper-provider.js';
+export { createKubernetesProvider, type KubernetesProviderOptions } from './remote/kubernetes-provider.js';
 export { createSshProvider, type SshProvider, type SshProviderOptions } from './remote/ssh-provider.js';
 export {
   createRuntime,

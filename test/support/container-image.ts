@@ -1,0 +1,296 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { ownCgroupDir } from './leak-cgroup.js';
+
+/**
+ * A container image made from this host's own files (no registry is reachable here): python3
+ * and its standard library, bash, coreutils, ps, setsid and the shared libraries they load,
+ * imported with `podman import`. Tagged by a hash of the files' paths, sizes and mtimes, so a
+ * run (and the next run on the same machine) builds it once; concurrent test files wait on a
+ * lock directory instead of building twice.
+ */
+const PROGRAMS = [
+  'bash',
+  'sh',
+  'cat',
+  'sleep',
+  'seq',
+  'echo',
+  'printf',
+  'env',
+  'true',
+  'false',
+  'ls',
+  'ps',
+  'setsid',
+  'nohup',
+  'kill',
+  'stty',
+  'head',
+  'tail',
+  'wc',
+  'tr',
+  'sort',
+  'id',
+  'mkdir',
+  'rm',
+  'touch',
+  'dd',
+  'yes',
+  'tee',
+  'sed',
+  'grep',
+  'stat',
+  'readlink',
+  'dirname',
+  'basename',
+  'cp',
+  'mv',
+  'chmod',
+  'ln',
+  'date',
+  'uname',
+  'python3',
+  'sha256sum',
+  'timeout',
+  'test',
+  '[',
+];
+// Parts of the standard library no test needs (a third of its size).
+const SKIP = new Set([
+  'test',
+  'idlelib',
+  'tkinter',
+  'ensurepip',
+  'lib2to3',
+  'pydoc_data',
+  'turtledemo',
+  'config-3.11-x86_64-linux-gnu',
+]);
+const BUILDER_VERSION = 1;
+
+// Where a program is on the host, in Debian's PATH (not pyenv's shims).
+function which(program: string): string | null {
+  for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
+    const path = join(dir, program);
+    if (existsSync(path)) return path;
+  }
+  return null;
+}
+
+function walk(dir: string, out: Set<string>): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (SKIP.has(entry.name)) continue;
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) walk(path, out);
+    else out.add(path);
+  }
+}
+
+// The file and, for a symlink, what it points to (repeatedly), so the image resolves the same.
+// Paths go through their directory's real path: an entry under the /lib symlink would make the
+// import fail (`mkdir /lib: file exists`).
+function addWithTargets(path: string, out: Set<string>): void {
+  out.add(join(realpathSync(dirname(path)), basename(path)));
+  try {
+    if (lstatSync(path).isSymbolicLink()) out.add(realpathSync(path));
+  } catch {}
+}
+
+function libraries(binary: string): string[] {
+  const run = spawnSync('ldd', [binary], { encoding: 'utf8' });
+  if (run.status !== 0) return [];
+  return [...run.stdout.matchAll(/(\/\S+) \(0x/g)].map((m) => m[1]!);
+}
+
+function hostFiles(): string[] {
+  const files = new Set<string>();
+  for (const program of PROGRAMS) {
+    const path = which(program);
+    if (path === null) throw new Error(`container-image: ${program} is not on this host`);
+    addWithTargets(path, files);
+  }
+  const python = realpathSync('/usr/bin/python3');
+  const version = /python(3\.\d+)$/.exec(python)?.[1];
+  if (version === undefined) throw new Error(`container-image: unexpected python3 ${python}`);
+  walk(`/usr/lib/python${version}`, files);
+  return [...files].sort();
+}
+
+// The shared libraries the programs and the stdlib's extension modules load (ldd: only when building).
+function withLibraries(files: readonly string[]): string[] {
+  const all = new Set(files);
+  const binaries = files.filter((f) => /\/bin\/|\.so/.test(f) && statSync(f).isFile());
+  for (const binary of binaries) for (const lib of libraries(binary)) addWithTargets(lib, all);
+  return [...all].sort();
+}
+
+function podman(args: string[]): string {
+  return run(['podman', ...args]);
+}
+
+function run([program, ...args]: string[]): string {
+  return execFileSync(program!, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/**
+ * The image's name, built on first use.
+ *
+ * @example
+ * ```ts
+ * const image = await hostImage(); // 'localhost/tether-host:3f2a…'
+ * ```
+ */
+export function hostImage(): Promise<string> {
+  built ??= buildHostImage();
+  return built;
+}
+let built: Promise<string> | null = null;
+
+async function buildHostImage(): Promise<string> {
+  const files = hostFiles();
+  const hash = createHash('sha256').update(`v${BUILDER_VERSION}\n`);
+  for (const f of files) {
+    const s = statSync(f);
+    hash.update(`${f} ${s.size} ${s.mtimeMs}\n`);
+  }
+  const image = `localhost/tether-host:${hash.digest('hex').slice(0, 16)}`;
+  const exists = () => spawnSync('podman', ['image', 'exists', image]).status === 0;
+  if (exists()) return image;
+  const lock = join(tmpdir(), `${image.replace(/[/:]/g, '_')}.lock`);
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      // A builder that died leaves its lock: older than two minutes counts as stale.
+      if (Date.now() - statSync(lock, { throwIfNoEntry: false })!.mtimeMs > 120_000)
+        rmSync(lock, { recursive: true, force: true });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      if (exists()) return image;
+    }
+  }
+  const stage = mkdtempSync(join(tmpdir(), 'tether-image-'));
+  try {
+    if (exists()) return image;
+    mkdirSync(join(stage, 'etc'));
+    mkdirSync(join(stage, 'tmp'), { mode: 0o1777 });
+    mkdirSync(join(stage, 'root'));
+    writeFileSync(
+      join(stage, 'etc/passwd'),
+      'root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n',
+    );
+    writeFileSync(join(stage, 'etc/group'), 'root:x:0:\nnogroup:x:65534:\n');
+    const list = join(stage, 'files');
+    const rel = withLibraries(files).map((f) => f.slice(1));
+    // Merged /usr: /bin, /lib, /lib64 are symlinks into /usr on Debian 12; keep them so.
+    for (const link of ['bin', 'sbin', 'lib', 'lib64'])
+      if (lstatSync(`/${link}`, { throwIfNoEntry: false })?.isSymbolicLink()) rel.unshift(link);
+    writeFileSync(list, `${rel.join('\n')}\n`);
+    const tar = join(stage, 'image.tar');
+    execFileSync('tar', ['-C', '/', '--no-recursion', '-cf', tar, '-T', list]);
+    execFileSync('chmod', ['1777', join(stage, 'tmp')]);
+    execFileSync('tar', ['-C', stage, '-rf', tar, 'etc', 'tmp', 'root']);
+    podman(['import', '--change', 'CMD ["sleep","infinity"]', tar, image]);
+    // Older builds (the host's files changed since) go: one image of this kind at a time.
+    for (const old of podman([
+      'images',
+      '--format',
+      '{{.Repository}}:{{.Tag}}',
+      'localhost/tether-host',
+    ]).split('\n')) {
+      if (old !== '' && old !== image) spawnSync('podman', ['rmi', old], { stdio: 'ignore' });
+    }
+    return image;
+  } finally {
+    rmSync(stage, { recursive: true, force: true });
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** The label every test container carries, so a crashed run's containers can be found and removed. */
+export const TEST_LABEL = 'tether-test=1';
+
+/**
+ * Starts one container of the host image (runc, ulimits and an init as FIELD-NOTES says work
+ * here), labelled for removal; returns its name.
+ *
+ * @example
+ * ```ts
+ * const name = await startContainer(); // later: removeContainer(name)
+ * ```
+ */
+export async function startContainer(): Promise<string> {
+  const image = await hostImage();
+  const name = `tether-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  // The container's conmon outlives `podman run`: it starts from a cgroup beside this test's
+  // leak cgroup (it is removed by name, not by the leak oracle).
+  const own = ownCgroupDir();
+  const outside = own === null ? null : join(dirname(own), 'tether-test-containers');
+  if (outside !== null) mkdirSync(outside, { recursive: true });
+  const enter = outside === null ? [] : ['sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', outside];
+  run([
+    ...enter,
+    'podman',
+    '--runtime',
+    'runc',
+    'run',
+    '-d',
+    '--rm',
+    '--init',
+    '--network',
+    'none',
+    '--ulimit',
+    'nofile=20000:20000',
+    '--ulimit',
+    'nproc=32768:32768',
+    '--label',
+    TEST_LABEL,
+    '--label',
+    `tether-test-pid=${process.pid}`,
+    '--name',
+    name,
+    image,
+  ]);
+  return name;
+}
+
+/**
+ * Removes a container this test process started (`podman rm -f`, which also stops it).
+ *
+ * @example
+ * ```ts
+ * removeContainer(name);
+ * ```
+ */
+export function removeContainer(name: string): void {
+  spawnSync('podman', ['rm', '-f', '-t', '0', name], { stdio: 'ignore' });
+}
+
+/** Removes every test container whose test process is gone (a crashed earlier run). */
+export function removeStaleContainers(): void {
+  const run = spawnSync(
+    'podman',
+    ['ps', '-a', '--filter', `label=${TEST_LABEL}`, '--format', '{{.Names}} {{.Labels}}'],
+    { encoding: 'utf8' },
+  );
+  for (const line of run.stdout?.split('\n') ?? []) {
+    const [name] = line.split(' ');
+    const pid = /tether-test-pid:(\d+)/.exec(line)?.[1];
+    if (!name || pid === undefined) continue;
+    if (!existsSync(`/proc/${pid}`)) removeContainer(name);
+  }
+}
