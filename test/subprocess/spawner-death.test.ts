@@ -216,11 +216,16 @@ describe.runIf(spawnerBinary() !== null)('what a dead spawner could not tell (is
         owner,
         shellJobSpec(deps, owner, { command: printer(1000, 400, 2000, 0) }),
       );
-      const run = runShell(deps, { command: printer(3000, 400, 4000, 0) });
+      // The command says when it runs (so its start was answered: not the unanswered case).
+      const running = `${process.env.TMPDIR ?? '/tmp'}/tether-running-${process.pid}`;
+      rmSync(running, { force: true });
+      const run = runShell(deps, { command: `: > ${running}; ${printer(3000, 400, 4000, 0)}` });
       const [pid] = childrenOf(process.pid)
         .flatMap(childrenOf)
         .filter((p) => readProcStat(p)?.comm === 'tether-spawner');
-      for (let i = 0; i < 200 && childrenOf(pid!).length < 2; i++) await sleep(5);
+      for (let i = 0; i < 400 && !existsSync(running); i++) await sleep(5);
+      rmSync(running);
+      await sleep(20);
       expect(childrenOf(pid!)).toHaveLength(2);
       process.kill(pid!, 'SIGKILL');
       const result = await run;
