@@ -61,6 +61,8 @@ export async function openExecLink(options: ExecLinkOptions): Promise<HelperLink
   // A write to a process that is gone is EPIPE: the link is down, the channel says so.
   child.stdin.on('error', () => {});
   const stream = Duplex.from({ readable: child.stdout, writable: child.stdin });
+  // Its end shows as the process's exit (onDown); `Premature close` and EPIPE say nothing more.
+  stream.on('error', () => {});
   const destroy = () => {
     child.stdin.destroy();
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

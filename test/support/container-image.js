@@ -6,6 +6,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   realpathSync,
   rmSync,
   statSync,
@@ -13,7 +14,6 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { ownCgroupDir } from './leak-cgroup.js';
 
 /**
  * A container image made from this host's own files (no registry is reachable here): python3
@@ -81,17 +81,15 @@ const SKIP = new Set([
   'config-3.11-x86_64-linux-gnu',
 ]);
 const BUILDER_VERSION = 1;
-
 // Where a program is on the host, in Debian's PATH (not pyenv's shims).
-function which(program: string): string | null {
+function which(program) {
   for (const dir of ['/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
     const path = join(dir, program);
     if (existsSync(path)) return path;
   }
   return null;
 }
-
-function walk(dir: string, out: Set<string>): void {
+function walk(dir, out) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     if (SKIP.has(entry.name)) continue;
     const path = join(dir, entry.name);
@@ -99,25 +97,22 @@ function walk(dir: string, out: Set<string>): void {
     else out.add(path);
   }
 }
-
 // The file and, for a symlink, what it points to (repeatedly), so the image resolves the same.
 // Paths go through their directory's real path: an entry under the /lib symlink would make the
 // import fail (`mkdir /lib: file exists`).
-function addWithTargets(path: string, out: Set<string>): void {
+function addWithTargets(path, out) {
   out.add(join(realpathSync(dirname(path)), basename(path)));
   try {
     if (lstatSync(path).isSymbolicLink()) out.add(realpathSync(path));
   } catch {}
 }
-
-function libraries(binary: string): string[] {
+function libraries(binary) {
   const run = spawnSync('ldd', [binary], { encoding: 'utf8' });
   if (run.status !== 0) return [];
-  return [...run.stdout.matchAll(/(\/\S+) \(0x/g)].map((m) => m[1]!);
+  return [...run.stdout.matchAll(/(\/\S+) \(0x/g)].map((m) => m[1]);
 }
-
-function hostFiles(): string[] {
-  const files = new Set<string>();
+function hostFiles() {
+  const files = new Set();
   for (const program of PROGRAMS) {
     const path = which(program);
     if (path === null) throw new Error(`container-image: ${program} is not on this host`);
@@ -129,23 +124,34 @@ function hostFiles(): string[] {
   walk(`/usr/lib/python${version}`, files);
   return [...files].sort();
 }
-
 // The shared libraries the programs and the stdlib's extension modules load (ldd: only when building).
-function withLibraries(files: readonly string[]): string[] {
+function withLibraries(files) {
   const all = new Set(files);
   const binaries = files.filter((f) => /\/bin\/|\.so/.test(f) && statSync(f).isFile());
   for (const binary of binaries) for (const lib of libraries(binary)) addWithTargets(lib, all);
   return [...all].sort();
 }
-
-function podman(args: string[]): string {
+// The cgroup v2 directory this process is in (the test's leak cgroup, test/support/leak-cgroup.ts).
+function ownCgroupDir() {
+  try {
+    const line = readFileSync('/proc/self/cgroup', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('0::'));
+    const mount = readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .map((l) => l.split(' '))
+      .find((f) => f[f.indexOf('-') + 1] === 'cgroup2' && f[3] === '/');
+    return line === undefined || mount === undefined ? null : join(mount[4] ?? '', line.slice(3));
+  } catch {
+    return null;
+  }
+}
+function podman(args) {
   return run(['podman', ...args]);
 }
-
-function run([program, ...args]: string[]): string {
-  return execFileSync(program!, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+function run([program, ...args]) {
+  return execFileSync(program, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
-
 /**
  * The image's name, built on first use.
  *
@@ -154,13 +160,12 @@ function run([program, ...args]: string[]): string {
  * const image = await hostImage(); // 'localhost/tether-host:3f2a…'
  * ```
  */
-export function hostImage(): Promise<string> {
+export function hostImage() {
   built ??= buildHostImage();
   return built;
 }
-let built: Promise<string> | null = null;
-
-async function buildHostImage(): Promise<string> {
+let built = null;
+async function buildHostImage() {
   const files = hostFiles();
   const hash = createHash('sha256').update(`v${BUILDER_VERSION}\n`);
   for (const f of files) {
@@ -177,7 +182,7 @@ async function buildHostImage(): Promise<string> {
       break;
     } catch {
       // A builder that died leaves its lock: older than two minutes counts as stale.
-      if (Date.now() - statSync(lock, { throwIfNoEntry: false })!.mtimeMs > 120_000)
+      if (Date.now() - statSync(lock, { throwIfNoEntry: false }).mtimeMs > 120_000)
         rmSync(lock, { recursive: true, force: true });
       await new Promise((resolve) => setTimeout(resolve, 200));
       if (exists()) return image;
@@ -220,10 +225,8 @@ async function buildHostImage(): Promise<string> {
     rmSync(lock, { recursive: true, force: true });
   }
 }
-
 /** The label every test container carries, so a crashed run's containers can be found and removed. */
 export const TEST_LABEL = 'tether-test=1';
-
 /**
  * Starts one container of the host image (runc, ulimits and an init as FIELD-NOTES says work
  * here), labelled for removal; returns its name.
@@ -233,7 +236,7 @@ export const TEST_LABEL = 'tether-test=1';
  * const name = await startContainer(); // later: removeContainer(name)
  * ```
  */
-export async function startContainer(): Promise<string> {
+export async function startContainer() {
   const image = await hostImage();
   const name = `tether-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   // The container's conmon outlives `podman run`: it starts from a cgroup beside this test's
@@ -267,7 +270,6 @@ export async function startContainer(): Promise<string> {
   ]);
   return name;
 }
-
 /**
  * Removes a container this test process started (`podman rm -f`, which also stops it).
  *
@@ -276,12 +278,11 @@ export async function startContainer(): Promise<string> {
  * removeContainer(name);
  * ```
  */
-export function removeContainer(name: string): void {
+export function removeContainer(name) {
   spawnSync('podman', ['rm', '-f', '-t', '0', name], { stdio: 'ignore' });
 }
-
 /** Removes every test container whose test process is gone (a crashed earlier run). */
-export function removeStaleContainers(): void {
+export function removeStaleContainers() {
   const run = spawnSync(
     'podman',
     ['ps', '-a', '--filter', `label=${TEST_LABEL}`, '--format', '{{.Names}} {{.Labels}}'],
