@@ -240,9 +240,12 @@ export async function startContainer() {
   const image = await hostImage();
   const name = `tether-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   // The container's conmon outlives `podman run`: it starts from a cgroup beside this test's
-  // leak cgroup (it is removed by name, not by the leak oracle).
+  // leak cgroup (it is removed by name, not by the leak oracle). Outside vitest it stays put.
   const own = ownCgroupDir();
-  const outside = own === null ? null : join(dirname(own), 'tether-test-containers');
+  const outside =
+    own === null || !basename(own).startsWith('vitest-')
+      ? null
+      : join(dirname(own), 'tether-test-containers');
   if (outside !== null) mkdirSync(outside, { recursive: true });
   const enter = outside === null ? [] : ['sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', outside];
   run([
