@@ -1,8 +1,9 @@
+import { resolve } from 'node:path';
 import { createMirror } from '../mirror/mirror-server.js';
 import { createRuntime } from '../runtime.js';
 import { parseCommandArgs } from './cli-args.js';
 import { runScenario } from './demo-scenario.js';
-import { mirrorAddress, untilSignal } from './mirror-cli.js';
+import { mirrorAddress } from './mirror-cli.js';
 import { Timeline } from './timeline.js';
 import { DEMO_USAGE, SERVE_USAGE } from './usage.js';
 import { versionLine } from './version.js';
@@ -33,8 +34,10 @@ export async function demoCommand(args: readonly string[], serveByDefault = fals
   const serve = serveByDefault || values.serve === true;
   const mirrorAt = mirrorAddress(values, serveByDefault ? 'serve' : 'demo');
   const tl = new Timeline(process.stdout);
-  // V1: --inspect is the fact log with the inspection events under stable actor ids.
-  const logPath = values.inspect ?? values.log;
+  // V1: --inspect is the fact log with the inspection events under stable actor ids. Issue
+  // 33.8: the path is said in full, once before and once after the run.
+  const given = values.inspect ?? values.log;
+  const logPath = given === undefined ? undefined : resolve(given);
   const rt = await createRuntime({
     limits: { cleanupGraceMs: 500 },
     ...(logPath ? { log: { path: logPath, inspection: values.inspect !== undefined, samples: true } } : {}),
@@ -45,8 +48,13 @@ export async function demoCommand(args: readonly string[], serveByDefault = fals
     'runtime',
     'created: shell commands, background jobs, terminals (real PTYs, run in a worker thread), agents alice and bob',
   );
+  if (logPath) tl.say('runtime', `writing the facts to ${logPath}`);
+  // Issue 33.6: served, the agents keep working until the first SIGINT/SIGTERM; later ones are
+  // ignored while the teardown runs (it must finish: it is what kills what the agents started).
+  const live = serve ? stopOnSignal() : null;
   try {
-    await runScenario(rt, tl);
+    await runScenario(rt, tl, live?.signal);
+    if (live?.signal.aborted) tl.say('demo', 'stopped (Ctrl-C)');
     tl.say(
       'runtime',
       'disposing: the agents retire, their terminals and jobs are drained, the PTY worker stops',
@@ -54,6 +62,7 @@ export async function demoCommand(args: readonly string[], serveByDefault = fals
   } finally {
     tl.stopProgress();
     await rt.dispose();
+    live?.release();
   }
   const { processes, workers, timers, waiters, agents } = rt.stats();
   const quiet = processes === 0 && workers === 0 && timers === 0 && waiters === 0 && agents.turns === 0;
@@ -64,10 +73,21 @@ export async function demoCommand(args: readonly string[], serveByDefault = fals
   );
   if (logPath)
     tl.say('runtime', `facts written to ${logPath} (JSONL, docs/FACTS.md); replay: tether view ${logPath}`);
-  if (mirror) {
-    tl.say('mirror', 'still showing the finished run; Ctrl-C stops it');
-    await untilSignal();
-    await mirror.close();
-  }
+  await mirror?.close();
   return quiet ? 0 : 1;
+}
+
+// An AbortSignal aborted by the first SIGINT or SIGTERM; the handlers stay until `release()`.
+function stopOnSignal(): { readonly signal: AbortSignal; release(): void } {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    signal: stop.signal,
+    release() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
 }

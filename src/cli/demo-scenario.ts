@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Agent, Notice, Turn } from '../agents/agent-types.js';
 import type { Runtime } from '../runtime.js';
 import type { Timeline } from './timeline.js';
@@ -17,11 +18,18 @@ const GLOSSES = {
     'wake budget = an idle agent is woken by at most 3 notices in a row; later ones wait, without waking, until the user speaks again',
 } as const;
 
+// Live mode (--serve): the pause between two requests of the user, and how long Bob lets his
+// server run and his terminal's question wait before he acts: a human pace, to be watched.
+const LIVE_PAUSE_MS = 3_000;
+const LIVE_BOB_PACE_MS = 2_000;
+
 /**
  * The demo's script: two agents with scripted drivers. Alice starts two background jobs (one
  * fails on purpose) and is woken by their completion notices; Bob starts and kills a job,
  * answers a terminal's question once `stdin_read` proves it waits, runs `execute`, and
- * exits the shell, which wakes him with a notice. Resolves once every notice arrived.
+ * exits the shell, which wakes him with a notice. Resolves once every notice arrived; with
+ * `live`, the user then keeps asking (Alice and Bob in turn, a pause of a few seconds between
+ * requests) until `live` is aborted, so that a person watching the mirror sees work happen.
  *
  * @example
  * ```ts
@@ -29,7 +37,7 @@ const GLOSSES = {
  * await rt.dispose();
  * ```
  */
-export async function runScenario(rt: Runtime, tl: Timeline): Promise<void> {
+export async function runScenario(rt: Runtime, tl: Timeline, live?: AbortSignal): Promise<void> {
   const glossed = new Set<keyof typeof GLOSSES>();
   // The gloss goes on its own indented line under the event that first shows the idea.
   const gloss = (who: string, key: keyof typeof GLOSSES) => {
@@ -55,10 +63,13 @@ export async function runScenario(rt: Runtime, tl: Timeline): Promise<void> {
     tl.say(agent.sessionId, `${how}: ${noticeFacts(notice)}`);
     if (turn.reason === 'notice') gloss(agent.sessionId, 'wakes');
   };
-  // The demo ends once a notice told Alice of both her jobs and Bob of his terminal's exit.
+  // A round ends once a notice told Alice of both her jobs, or Bob of his terminal's exit.
   let alicesJobsSeen = 0;
-  const aliceDone = signal();
-  const bobDone = signal();
+  let aliceDone = signal();
+  let bobDone = signal();
+  // Bob acts at once in the script, at LIVE_BOB_PACE_MS in live rounds; false: stop now.
+  let bobPaceMs = 0;
+  const bobWaits = async () => bobPaceMs === 0 || live === undefined || (await pause(bobPaceMs, live));
 
   const alice: Agent = rt.agents.create({
     sessionId: 'alice',
@@ -68,7 +79,10 @@ export async function runScenario(rt: Runtime, tl: Timeline): Promise<void> {
           ended(item.jobs.length);
           woken(alice, turn, item);
           alicesJobsSeen += item.jobs.length;
-          if (alicesJobsSeen >= 2) aliceDone.resolve();
+          if (alicesJobsSeen >= 2) {
+            alicesJobsSeen -= 2;
+            aliceDone.resolve();
+          }
           continue;
         }
         tl.say('alice', `turn ${turn.number}: the user says "${item.text}"`);
@@ -99,6 +113,7 @@ export async function runScenario(rt: Runtime, tl: Timeline): Promise<void> {
         const server = await rt.shell.background(bob.owner, { command: SERVER });
         started(1);
         tl.say('bob', `started job ${server.id} "${server.label}" (stands in for a server: it never ends)`);
+        if (!(await bobWaits())) return;
         const kill = await rt.jobs.kill(bob.owner, server.id);
         tl.say('bob', `kill ${server.id} → ${kill} (SIGINT to its foreground group, then its whole tree)`);
         await rt.jobs.wait(bob.owner, server.id, 10_000);
@@ -117,6 +132,7 @@ export async function runScenario(rt: Runtime, tl: Timeline): Promise<void> {
         tl.say('bob', `typed: ${QUESTION}`);
         tl.say('bob', `  → waitReason ${asked.waitReason} after ${ms} ms`);
         if (asked.waitReason === 'stdin_read') gloss('bob', 'stdin_read');
+        if (!(await bobWaits())) return;
         const answered = await rt.terminals.send(bob.owner, term.id, 'y\n');
         const said = /you said: \w+/.exec(answered.output)?.[0] ?? answered.output.trim();
         tl.say(
@@ -139,8 +155,46 @@ export async function runScenario(rt: Runtime, tl: Timeline): Promise<void> {
 
   alice.say('run the build and the tests in the background');
   bob.say('start a server, stop it, then ask me before deploying');
-  await Promise.all([aliceDone.promise, bobDone.promise]);
+  const firstRound = Promise.all([aliceDone.promise, bobDone.promise]).then(() => {});
+  if (live === undefined) await firstRound;
+  else if (!(await until(firstRound, live))) return;
   tl.stopProgress();
+  if (live === undefined) return;
+  tl.say('demo', 'the agents keep working, a request every few seconds, until Ctrl-C');
+  for (let round = 1; !live.aborted; round++) {
+    if (!(await pause(LIVE_PAUSE_MS, live))) break;
+    if (round % 2 === 1) {
+      aliceDone = signal();
+      alice.say(`build and test again (round ${round})`);
+      if (!(await until(aliceDone.promise, live))) break;
+    } else {
+      bobDone = signal();
+      bobPaceMs = LIVE_BOB_PACE_MS;
+      bob.say(`the same again: a server, then ask me (round ${round})`);
+      if (!(await until(bobDone.promise, live))) break;
+    }
+    tl.stopProgress();
+  }
+}
+
+// True after `ms`, false as soon as `signal` aborts (the timer is cleared then).
+async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  return sleep(ms, true, { signal }).catch(() => false);
+}
+
+// True once `done` settles, false as soon as `signal` aborts first.
+async function until(done: Promise<void>, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return false;
+  let onAbort = () => {};
+  const aborted = new Promise<boolean>((resolve) => {
+    onAbort = () => resolve(false);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([done.then(() => true), aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
 
 // What a notice reports, one fact per job or terminal; the deliberate failure says so.

@@ -78,15 +78,23 @@ that reports verified quiescence (no process, timer, turn or worker left).
 
 Options:
   --log <file>      write the fact stream to <file> as JSONL (docs/FACTS.md); replay it with
-                    'tether view <file>'
+                    'tether view <file>'. A relative <file> is relative to the current
+                    directory; its absolute path is printed before and after the run
   --inspect <file>  the same log plus every XState inspection event under stable actor ids
-                    (job:<id>, terminal:<id>, agent:<session>)
+                    (job:<id>, terminal:<id>, agent:<session>); same path rules as --log
   --serve           also serve the read-only web mirror and print its URL (one-time code);
-                    it keeps showing the finished run until Ctrl-C
+                    after the script, the agents keep working at a human pace (a request
+                    every few seconds: jobs that succeed, fail and are killed, a terminal)
+                    until Ctrl-C, which stops everything to verified quiescence
   --port <n>        the mirror's port (default: any free one)
   --host <addr>     the mirror's address (default 127.0.0.1: this machine only)
   -h, --help        this text
   --version         the version
+
+The agents' commands get your environment without secrets (names with KEY, TOKEN, SECRET,
+PASSWORD, AUTH, ...) and TETHER_*, plus TERM=dumb PAGER=cat GIT_PAGER=cat NO_COLOR=1 (shell
+commands and jobs) or TERM=xterm-256color PAGER=cat GIT_PAGER=cat (terminals). Tether sets no
+EDITOR, VISUAL or COLOR: an EDITOR=vi or COLOR=0 a child sees came from your environment.
 
 Exit status: 0 when the teardown was verified quiescent, 1 otherwise.
 `;
@@ -119,7 +127,9 @@ Runs the demo (tether demo --help) around a runtime with its read-only web mirro
 with their phase and wake budget, every owner's jobs (state, exit code, duration, output
 tail), terminals (their screen), notices and kill verdicts, and every state machine drawn
 with each live actor's state marked. Open the printed URL once: its code becomes a session
-cookie. Nothing on the page can change the runtime. Ctrl-C stops it.
+cookie. Nothing on the page can change the runtime. After the script the agents keep
+working, a request every few seconds, so the page keeps changing; Ctrl-C stops everything to
+verified quiescence and exits (0 when verified).
 
 Options:
   --port <n>        port (default: any free one)

@@ -1,13 +1,28 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { Mirror } from '../../src/index.js';
+import { login, readFeed } from '../mirror/mirror-client.js';
+import { endLeftovers, type LiveTether, startTether } from './cli-helpers.js';
 
 const cli = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
-const dir = mkdtempSync(join(tmpdir(), 'tether-demo-'));
+const dir = realpathSync(mkdtempSync(join(tmpdir(), 'tether-demo-')));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(endLeftovers);
+
+// Whether `live` printed `text` within `ms` (false if it ended first or took longer).
+async function printedWithin(live: LiveTether, text: string, ms: number): Promise<boolean> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([live.printed(text), sleep(ms, false, { signal: timer.signal })]);
+  } finally {
+    timer.abort();
+  }
+}
 
 describe('tether demo', () => {
   it('W1, W3, T6, J7, D2, V1: shows every guarantee once and ends verified quiescent; --inspect writes the JSONL fact log', () => {
@@ -75,6 +90,62 @@ describe('tether demo', () => {
     expect(
       glossAt('verified quiescent (nothing the runtime started is left running or pending)'),
     ).toHaveLength(1);
+  });
+
+  it('V2 (issue 33.6): demo --serve keeps the agents working until Ctrl-C, then stops to verified quiescence', async () => {
+    const live = startTether(['demo', '--serve']);
+    expect(await printedWithin(live, 'the agents keep working, a request every few seconds', 30_000)).toBe(
+      true,
+    );
+    const url = /open (http:\/\/\S+) \(read-only/.exec(live.stdout())?.[1];
+    expect(url).toBeDefined();
+    // A person who opens the page after the script sees new work start and end.
+    // Only what the mirror helpers read of a Mirror: its address.
+    const mirror = { url: url!, origin: new URL(url!).origin } as unknown as Mirror;
+    const cookie = await login(mirror);
+    const since = Date.now();
+    const seen = await readFeed(
+      mirror,
+      cookie,
+      (f) => f.type === 'job.ended' && typeof f.ts === 'number' && f.ts > since,
+    );
+    expect(seen.some((f) => f.type === 'job.started' && (f.ts as number) > since)).toBe(true);
+    expect(
+      await printedWithin(live, 'the user says "the same again: a server, then ask me (round 2)"', 30_000),
+    ).toBe(true);
+    expect(live.child.exitCode).toBeNull(); // still live, long after the script's ~3 s
+    live.child.kill('SIGINT');
+    expect(await live.exited).toBe(0);
+    expect(live.stdout()).toContain('demo     stopped (Ctrl-C)');
+    expect(live.stdout()).toMatch(/0 processes alive, .* → verified quiescent/);
+    expect(live.stderr()).toBe('');
+  });
+
+  it('V1 (issue 33.8): --inspect with a relative path prints the absolute path it writes, before and after', () => {
+    const r = spawnSync(process.execPath, [cli, 'demo', '--inspect', 'relative.jsonl'], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(r.status).toBe(0);
+    const path = join(dir, 'relative.jsonl');
+    expect(existsSync(path)).toBe(true);
+    const lines = r.stdout.split('\n');
+    const announcedAt = lines.findIndex((l) => l.includes(`writing the facts to ${path}`));
+    expect(announcedAt).toBeGreaterThanOrEqual(0);
+    expect(announcedAt).toBeLessThan(3); // said at the start, before the agents act
+    expect(r.stdout).toContain(
+      `facts written to ${path} (JSONL, docs/FACTS.md); replay: tether view ${path}`,
+    );
+  });
+
+  it('(issue 33.8): demo --help says where the log goes and which environment the commands get', () => {
+    const help = spawnSync(process.execPath, [cli, 'demo', '--help'], { encoding: 'utf8' }).stdout;
+    expect(help).toContain('its absolute path is printed before and after the run');
+    expect(help).toContain(
+      'Tether sets no\nEDITOR, VISUAL or COLOR: an EDITOR=vi or COLOR=0 a child sees came from your environment',
+    );
+    expect(help).toContain('until Ctrl-C');
   });
 
   it('--help and bad flags', () => {

@@ -256,6 +256,16 @@ function liveStates(world) {
   return at;
 }
 
+// A filled triangle at the end of a polyline, pointing along its last segment.
+function arrowhead(points) {
+  const tip = points[points.length - 1];
+  const from = points[points.length - 2] ?? tip;
+  const length = Math.hypot(tip.x - from.x, tip.y - from.y) || 1;
+  const [dx, dy] = [(tip.x - from.x) / length, (tip.y - from.y) / length];
+  const corner = (side) => `${tip.x - 8 * dx + side * 4 * dy},${tip.y - 8 * dy - side * 4 * dx}`;
+  return svg('polygon', { class: 'arrowhead', points: `${tip.x},${tip.y} ${corner(1)} ${corner(-1)}` });
+}
+
 function renderMachine(m, at) {
   const box = svg('svg', {
     viewBox: `0 0 ${m.width} ${m.height}`,
@@ -274,14 +284,20 @@ function renderMachine(m, at) {
       actors.length ? 'current' : '',
     ];
     const g = svg('g', { class: classes.join(' ').trim(), 'data-state': s.id });
-    g.append(
-      svg('rect', { x: s.x - s.width / 2, y: s.y - s.height / 2, width: s.width, height: s.height, rx: 6 }),
-    );
-    const label = svg('text', { x: s.x - s.width / 2 + 6, y: s.y - s.height / 2 + 13 });
+    const left = s.x - s.width / 2;
+    const top = s.y - s.height / 2;
+    g.append(svg('rect', { x: left, y: top, width: s.width, height: s.height, rx: 6 }));
+    const label = svg('text', { x: left + 6, y: top + 13 });
     label.textContent = s.initial ? `→ ${s.label}` : s.label;
     g.append(label);
+    // Events handled without leaving the state: one line each, inside its box.
+    (s.events ?? []).forEach((event, i) => {
+      const line = svg('text', { class: 'self', x: left + 8, y: top + 27 + i * 13 });
+      line.textContent = `↻ ${event}`;
+      g.append(line);
+    });
     if (actors.length) {
-      const badge = svg('text', { class: 'badge', x: s.x + s.width / 2 - 16, y: s.y - s.height / 2 + 13 });
+      const badge = svg('text', { class: 'badge', x: s.x + s.width / 2 - 16, y: top + 13 });
       badge.textContent = String(actors.length);
       const title = svg('title');
       title.textContent = actors.join('\n');
@@ -291,15 +307,30 @@ function renderMachine(m, at) {
   }
   for (const e of m.transitions) {
     if (e.points.length === 0) continue;
-    const g = svg('g', { class: 'edge' });
-    g.append(svg('path', { d: e.points.map((p, i) => `${i ? 'L' : 'M'}${p.x},${p.y}`).join(' ') }));
-    const mid = e.points[Math.floor(e.points.length / 2)];
-    const text = svg('text', { x: mid.x + 4, y: mid.y });
-    text.textContent = e.event;
-    g.append(text);
+    const g = svg('g', { class: 'edge', 'data-from': e.from, 'data-to': e.to });
+    g.append(
+      svg('path', { d: e.points.map((p, i) => `${i ? 'L' : 'M'}${p.x},${p.y}`).join(' ') }),
+      arrowhead(e.points),
+    );
+    const events = e.events ?? [e.event];
+    const spot = e.label ?? e.points[Math.floor(e.points.length / 2)];
+    events.forEach((event, i) => {
+      const y = spot.y - ((events.length - 1) * 12) / 2 + i * 12 + 3;
+      const text = svg('text', { x: spot.x, y, 'text-anchor': 'middle' });
+      text.textContent = event;
+      g.append(text);
+    });
     box.append(g);
   }
-  return el('div', { class: 'card' }, el('b', {}, m.machine), el('div', {}, box));
+  const title = el('b', {}, m.machine);
+  const everywhere = m.everywhere?.length
+    ? el(
+        'span',
+        { class: 'everywhere' },
+        ` · in every state: ${m.everywhere.map((e) => `↻ ${e}`).join(', ')}`,
+      )
+    : '';
+  return el('div', { class: 'card' }, title, everywhere, el('div', {}, box));
 }
 
 function render() {
