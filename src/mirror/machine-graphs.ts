@@ -186,9 +186,7 @@ function drawMachine(machine: AnyStateMachine): DrawnMachine {
 // The root's transitions into one of its states, as 'EVENT → state'.
 function rootTargeted(root: DirectedGraphNode): string[] {
   return unique(
-    root.edges
-      .filter((e) => e.target.id !== root.id)
-      .map((e) => `${e.label.text} → ${e.target.key}`),
+    root.edges.filter((e) => e.target.id !== root.id).map((e) => `${e.label.text} → ${e.target.key}`),
   );
 }
 
