@@ -182,7 +182,7 @@ async function buildHostImage() {
       break;
     } catch {
       // A builder that died leaves its lock: older than two minutes counts as stale.
-      if (Date.now() - statSync(lock, { throwIfNoEntry: false }).mtimeMs > 120_000)
+      if (Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > 120_000)
         rmSync(lock, { recursive: true, force: true });
       await new Promise((resolve) => setTimeout(resolve, 200));
       if (exists()) return image;
