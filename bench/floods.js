@@ -45,14 +45,22 @@ const since = (t0) => {
 };
 
 // Peak RSS over a run, sampled every 20 ms (measureFlood gives growth; the issue's figure is the peak).
+// TETHER_BENCH_FLOOD_TRACE=1 also prints what the peak was made of (heap, external, buffers).
 function rssPeak() {
-  let peak = process.memoryUsage().rss;
+  let peak = process.memoryUsage();
   const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
+    const now = process.memoryUsage();
+    if (now.rss > peak.rss) peak = now;
   }, 20);
   return () => {
     clearInterval(timer);
-    return Math.max(peak, process.memoryUsage().rss) / 1e6;
+    if (process.env.TETHER_BENCH_FLOOD_TRACE === '1') {
+      const mb = (x) => (x / 1e6).toFixed(0);
+      console.error(
+        `peak rss ${mb(peak.rss)} MB: heap ${mb(peak.heapUsed)} of ${mb(peak.heapTotal)}, external ${mb(peak.external)}, array buffers ${mb(peak.arrayBuffers)}`,
+      );
+    }
+    return Math.max(peak.rss, process.memoryUsage().rss) / 1e6;
   };
 }
 

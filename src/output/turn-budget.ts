@@ -3,7 +3,7 @@
  * 30.6). libuv reads a ready pipe up to 32 times in one callback and serves every ready pipe in
  * the same poll phase, so 64 floods handed the main thread 100+ MB to copy between two timers;
  * a reader that spends past the budget stops until the next turn (`later`), and the turn ends.
- * What waits goes on in call order, and every waiter gets at least one more step per turn.
+ * What waits goes on in call order, a slice per turn (as much as its costs fit, at least one).
  *
  * Written here for the reason `TurnSlices` is (src/jobs/job-turns.ts): no kept library bounds
  * work per turn, and Node 20 has no `scheduler.yield`. One `setImmediate` at most is armed, and
@@ -17,7 +17,7 @@
  */
 export class TurnBudget {
   readonly perTurn: number;
-  readonly #waiting: Array<() => void> = [];
+  readonly #waiting: Array<{ readonly resume: () => void; readonly cost: number }> = [];
   #used = 0;
   #armed = false;
 
@@ -42,9 +42,14 @@ export class TurnBudget {
     return this.#used < this.perTurn;
   }
 
-  /** Runs `resume` at the start of the next turn (FIFO with the other waiters). */
-  later(resume: () => void): void {
-    this.#waiting.push(resume);
+  /**
+   * Runs `resume` at the start of a later turn, in FIFO order with the other waiters. `cost` is
+   * what it will spend then (charged when it goes on): a turn lets waiters go while their costs
+   * fit its budget, and always at least one, so 64 paused pipes resume a slice per turn rather
+   * than all in the same poll phase.
+   */
+  later(resume: () => void, cost = 0): void {
+    this.#waiting.push({ resume, cost });
     this.#arm();
   }
 
@@ -60,8 +65,16 @@ export class TurnBudget {
     setImmediate(() => {
       this.#armed = false;
       this.#used = 0;
-      const waiting = this.#waiting.splice(0);
-      for (const resume of waiting) resume();
+      let go = 0;
+      for (let used = 0; go < this.#waiting.length; go++) {
+        const { cost } = this.#waiting[go]!;
+        if (go > 0 && used + cost > this.perTurn) break;
+        used += cost;
+      }
+      const going = this.#waiting.splice(0, go);
+      this.#used = going.reduce((n, w) => n + w.cost, 0);
+      for (const { resume } of going) resume();
+      if (this.#waiting.length > 0) this.#arm();
     });
   }
 }

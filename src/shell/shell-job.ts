@@ -93,7 +93,7 @@ function track(
   if (child.outputFed) feed.attach(streams);
   const closed = child.outputFed
     ? Promise.all(streams.map(closedOf)).then(() => feed.end())
-    : Promise.all(streams.map((s) => decodeInto(s, ctx)));
+    : Promise.all(streams.map((s) => decodeInto(s, ctx, feed)));
   // `deadline` owns the timeout timer (ends at exit); `stop` owns the other waits (end at done).
   const deadline = new AbortController();
   const stop = new AbortController();
@@ -130,7 +130,7 @@ function track(
   const done = (async (): Promise<JobExit> => {
     const exit = await child.exited;
     deadline.abort();
-    const drained = await closedWithin(closed, deps.defaults.drainMs);
+    const drained = await drainedWhileFlowing(closed, deps.defaults.drainMs, feed);
     stop.abort();
     const verdict = await child.kill(); // orphans of a finished job are swept too
     deps.facts?.emit(verdictFact(`job:${ctx.jobId}`, verdict)); // V1
@@ -169,6 +169,10 @@ const ASCII_BYTES_MIN = 16_384;
 // per turn rather than what libuv can read in one poll phase (32 reads of 64 KiB per pipe).
 const FEED_BYTES_PER_TURN = 1_048_576;
 const feedBudget = new TurnBudget(FEED_BYTES_PER_TURN);
+// More than two pipes of 1 MiB (what a FIFO holds as root) can hold after the leader's exit.
+const BACKLOG_MAX_BYTES = 4 * 1_048_576;
+// What a resumed job is charged: one read of the spawner's shared buffer.
+const READ_BYTES = 65_536;
 
 /**
  * Decodes a job's output bytes into it as they are read (J5): all-ASCII reads of at least
@@ -187,6 +191,10 @@ class OutputDecoder {
   #held = false;
   #streams: readonly Readable[] = [];
   #paused = false;
+  /** Bytes read so far (fed or from 'data'). */
+  bytes = 0;
+  /** How often the turn budget paused this job's pipes. */
+  pauses = 0;
 
   constructor(ctx: JobRunContext) {
     this.#ctx = ctx;
@@ -198,6 +206,7 @@ class OutputDecoder {
   }
 
   readonly write = (bytes: Uint8Array): void => {
+    this.bytes += bytes.length;
     const { appendAsciiCopy } = this.#ctx;
     for (let at = 0; at < bytes.length; at += DECODE_SLICE) {
       const slice = bytes.length <= DECODE_SLICE ? bytes : bytes.subarray(at, at + DECODE_SLICE);
@@ -211,13 +220,19 @@ class OutputDecoder {
     }
     if (!feedBudget.spend(bytes.length) && !this.#paused && this.#streams.length > 0) {
       this.#paused = true;
+      this.pauses++;
       for (const stream of this.#streams) stream.pause();
       feedBudget.later(() => {
         this.#paused = false;
         for (const stream of this.#streams) if (!stream.destroyed) stream.resume();
-      });
+      }, READ_BYTES);
     }
   };
+
+  /** Whether its pipes wait for a later turn right now. */
+  get paused(): boolean {
+    return this.#paused;
+  }
 
   end(): void {
     const rest = this.#decoder.end();
@@ -233,13 +248,33 @@ function closedOf(stream: Readable): Promise<void> {
   });
 }
 
-function decodeInto(stream: Readable, ctx: JobRunContext): Promise<void> {
+// After the leader's exit: waits for the pipes to close, `ms` at a time for as long as this
+// job's reads were held back by the turn budget in that time (a backlog read a slice per turn
+// is not a leftover process holding the pipes open), at most until more arrived since the exit
+// than two pipes hold; false once a window passed without the close and without a pause (the
+// pipes were read at full pace: someone still holds them; the sweep after the drain finds it).
+async function drainedWhileFlowing(
+  closed: Promise<unknown>,
+  ms: number,
+  feed: OutputDecoder,
+): Promise<boolean> {
+  const atExit = feed.bytes;
+  for (;;) {
+    const pausesBefore = feed.pauses;
+    if (await closedWithin(closed, ms)) return true;
+    const heldBack = feed.pauses !== pausesBefore || feed.paused;
+    if (!heldBack || feed.bytes - atExit > BACKLOG_MAX_BYTES) return false;
+  }
+}
+
+function decodeInto(stream: Readable, ctx: JobRunContext, counter: { bytes: number }): Promise<void> {
   const decoder = new StringDecoder('utf8');
   // The decoder may hold the start of a character only if the last bytes it took ended in a
   // non-ASCII byte; until the next ASCII byte it must see everything.
   let held = false;
   return new Promise((resolve) => {
     stream.on('data', (chunk: Buffer) => {
+      counter.bytes += chunk.length;
       for (let at = 0; at < chunk.length; at += DECODE_SLICE) {
         const slice = chunk.length <= DECODE_SLICE ? chunk : chunk.subarray(at, at + DECODE_SLICE);
         if (!held && ctx.appendAscii && slice.length >= ASCII_BYTES_MIN && isAscii(slice)) {
