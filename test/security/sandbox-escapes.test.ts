@@ -211,6 +211,21 @@ suite('A6: an attacker inside workspace-write', { sandbox: { mode: 'workspace-wr
     }
   });
 
+  it('A6: TIOCSTI cannot type a command into its own terminal, through every entry', async () => {
+    const witness = join(ctx.ws, 'typed');
+    writeFileSync(witness, 'x');
+    // Types `rm <witness>` (and a newline) into the terminal on fd 0, one character at a time.
+    const inject =
+      `python3 -c 'import errno, fcntl, termios, sys\ntry:\n  [fcntl.ioctl(0, termios.TIOCSTI, bytes([c])) ` +
+      `for c in b"rm ${witness}\\n"]\n  print("typed")\nexcept OSError as e:\n  print("refused", errno.errorcode[e.errno])'`;
+    for (const entry of ENTRIES) {
+      const out = await ctx.via[entry]!(inject);
+      expect(out, entry).toContain('refused EPERM');
+      await ctx.via[entry]!('echo next'); // a shell that had been typed into would run it now
+      expect(readFileSync(witness, 'utf8'), entry).toBe('x');
+    }
+  });
+
   it("A6: the runtime's own spawner binary and compiled code stay read-only inside a writable root", async () => {
     const spawner = spawnerBinary();
     expect(spawner).not.toBeNull();
