@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -208,6 +209,27 @@ suite('A6: an attacker inside workspace-write', { sandbox: { mode: 'workspace-wr
       expect(readFileSync(join(gitdir, 'commondir'), 'utf8').trim()).toBe('../..');
     } finally {
       await rt.dispose();
+    }
+  });
+
+  it("A6: with network 'none', a host service's unix socket in the workspace cannot be reached, through every entry", async () => {
+    const path = join(ctx.ws, 'host.sock');
+    let accepted = 0;
+    const server = createServer((socket) => {
+      accepted++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(path, resolve));
+    try {
+      const connect =
+        `python3 -c 'import errno, socket\ntry:\n  s = socket.socket(socket.AF_UNIX)\n  s.connect("${path}")\n` +
+        `  print("connected")\nexcept OSError as e:\n  print("refused", errno.errorcode[e.errno])'`;
+      for (const entry of ENTRIES) {
+        expect(await ctx.via[entry]!(connect), entry).toContain('refused EPERM');
+      }
+      expect(accepted).toBe(0);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 
