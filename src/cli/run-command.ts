@@ -114,7 +114,7 @@ function facts(result: ShellResult, stoppedBy: string | null): string {
         ? `exit ${result.exitCode}`
         : result.signal !== null
           ? `killed by ${result.signal}`
-          : 'ended, its exit status is unknown (the process that could report it died)';
+          : `ended, its exit status is unknown (${result.lostReason ?? 'the process that could report it died'})`;
   return [
     how,
     `${Math.round(result.durationMs)} ms`,
@@ -127,7 +127,8 @@ function facts(result: ShellResult, stoppedBy: string | null): string {
 // Neither cancelled nor timed out, and no exit code or signal: the process that could report
 // the exit died first.
 function exitUnknown(result: ShellResult): boolean {
-  return !result.cancelled && !result.timedOut && result.exitCode === null && result.signal === null;
+  if (result.cancelled || result.timedOut) return false;
+  return result.lost !== undefined || (result.exitCode === null && result.signal === null);
 }
 
 // Issue 33.2: a stop signal we received decides the status, whatever the result says.
