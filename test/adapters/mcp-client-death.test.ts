@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
+import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { serveMcpOverStdio } from '../../src/adapters/mcp/mcp-stdio.js';
 import { listPids, readProcStat } from '../../src/subprocess/proc.js';
 import { alive, type SeenProcess } from '../support/proc-oracle.js';
 
@@ -62,5 +64,23 @@ describe('tether mcp when its client dies', () => {
       expect(alive([c.server])).toEqual([]);
       expect(alive(tree)).toEqual([]);
     }
+  });
+
+  it('M, D1 (issue 33.1): a log that throws on every line neither rejects the server nor skips the drain', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    output.resume();
+    const lines: string[] = [];
+    const served = serveMcpOverStdio({
+      input,
+      output,
+      log: (line) => {
+        lines.push(line);
+        throw Object.assign(new Error('write EPIPE'), { code: 'EPIPE' });
+      },
+    });
+    setTimeout(() => input.end(), 100);
+    await expect(served).resolves.toEqual({ clean: true });
+    expect(lines.at(-1)).toBe('tether mcp: stopped; nothing it started is still running');
   });
 });
