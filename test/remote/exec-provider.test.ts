@@ -74,7 +74,8 @@ describe('the exec provider over podman exec (X5)', () => {
     expect(provider?.workers ?? 0).toBe(0);
     rt = null;
     provider = null;
-    expect(execClients()).toEqual([]);
+    // dispose kills the exec client (SIGKILL); it is gone once the kernel has delivered it.
+    await until('no exec client left', execClients, (pids) => pids.length === 0);
   });
   const open = (more = {}) => {
     provider = createContainerProvider({
