@@ -16,10 +16,12 @@ const CAP_SYS_PTRACE = 19n;
  * dead its children are re-parented to the nearest subreaper (usually init), which reaps them:
  * nobody reports their exit to us any more. How we still learn it, measured on this machine
  * (Linux 6.1, Node 20; see test/subprocess/spawner-death.test.ts):
- * - polling /proc/<pid>/stat (this): one read is 10-20 µs, so a poll of every orphan each
- *   ORPHAN_POLL_MS costs nothing measurable, and an exit is learned within one period. While
- *   the orphan is still a zombie, field 52 (`exit_code`, Linux 3.5+) is its wait status: the
- *   true exit code, when we catch it before its new parent reaps it.
+ * - polling /proc/<pid>/stat (this): one call is 24 µs here, so a poll of every orphan each
+ *   20 ms (spawner.ts) costs little, and an exit is learned within one period. While the
+ *   orphan is still a zombie, field 52 (`exit_code`, Linux 3.5+) is its wait status: the true
+ *   exit code, when we catch it before its new parent reaps it. This machine's pid 1 reaps
+ *   orphans ~1.8 s after they exit, so every exit was caught (0 lost of 56 in the flood test);
+ *   an init that reaps at once (tini, systemd) leaves it unknown: `lost`, never a guess.
  * - a pidfd per child: Node 20 has no pidfd_open (nor a way to poll one) without a native
  *   addon, and a pidfd still would not give the status of a child that is not ours to wait.
  * - PR_SET_CHILD_SUBREAPER on the Node process: the orphans would re-parent to Node, but

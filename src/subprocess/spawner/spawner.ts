@@ -254,8 +254,17 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string): Spawner
       const flags = (fd === 0 ? fsConstants.O_WRONLY : fsConstants.O_RDONLY) | fsConstants.O_NONBLOCK;
       const feed = fd === 0 ? undefined : start.request.onOutput;
       // `onread` is a constructor option since Node 12 (@types/node 20 lists it only for connect).
+      let openedFd: number;
+      try {
+        openedFd = openSync(fifo(id, fd), flags);
+      } catch (err) {
+        // ENXIO: no reader of the stdin FIFO — the spawner is dead and the child gone.
+        if (fd !== 0 || (err as NodeJS.ErrnoException).code !== 'ENXIO' || spawnerHolds()) throw err;
+        pipesLost.add(pid);
+        return null;
+      }
       const options: net.SocketConstructorOpts & net.ConnectOpts = {
-        fd: openSync(fifo(id, fd), flags),
+        fd: openedFd,
         readable: fd !== 0,
         writable: fd === 0,
       };
