@@ -13,7 +13,8 @@ export const MCP_USAGE = `Usage: tether mcp [options]
 
 Serves Tether's tools (bash, job_*, terminal_*) to one Model Context Protocol client over stdio.
 The client is one owner: when it disconnects, every job, terminal and process it started is
-stopped and verified gone, then the server exits 0. Only protocol is written to stdout; logs go
+stopped and verified gone, then the server exits 0. That holds when the client dies too (killed,
+its stderr pipe broken): a log line that cannot be written is dropped, it never ends the server. Only protocol is written to stdout; logs go
 to stderr. Background job completions are sent as notifications/message (level info, logger
 "tether", data { event: "job_completed", text, job }) and noted in the next tool result; so is a
 terminal whose shell exits on its own (data { event: "terminal_exited", text, terminal }).
@@ -40,8 +41,11 @@ Options:
 A flag mistake is printed on stderr, answered to the client as the error of its first request
 (so it shows the reason rather than "Connection closed"), and the server exits 2.
 
-Client configuration (e.g. Claude Desktop, Cursor):
-  { "mcpServers": { "tether": { "command": "npx", "args": ["-y", "tether-runtime", "mcp"] } } }
+Client configuration (e.g. Claude Desktop, Cursor). tether-runtime is not on npm yet: in a
+clone, 'npm ci && npm run build && npm pack' makes tether-runtime-<version>.tgz; then
+  { "mcpServers": { "tether": { "command": "npx",
+      "args": ["-y", "--package=/absolute/path/to/tether-runtime-<version>.tgz", "tether", "mcp"] } } }
+or, without packing: "command": "node", "args": ["/path/to/clone/dist/src/cli/main.js", "mcp"].
 `;
 
 const OPTIONS = {

@@ -31,6 +31,13 @@ describe('tether mcp flags', () => {
     );
   });
 
+  it('M (issue 33.1, 33.3): --help gives a configuration that works today and says a dead client is drained too', () => {
+    const r = tether('mcp', '--help');
+    expect(r.stdout).not.toContain('"args": ["-y", "tether-runtime", "mcp"]'); // npm answers 404
+    expect(r.stdout).toContain('--package=/absolute/path/to/tether-runtime-<version>.tgz');
+    expect(r.stdout).toContain('a log line that cannot be written is dropped, it never ends the server');
+  });
+
   it.each([
     [['--output-budget', '100'], "--output-budget takes an integer of at least 2000 characters, got '100'"],
     [['--output-budget', 'lots'], "--output-budget takes an integer of at least 2000 characters, got 'lots'"],
