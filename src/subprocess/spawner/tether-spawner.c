@@ -493,6 +493,13 @@ int main(int argc, char **argv) {
   sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
   sigaction(SIGCHLD, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
+  /* A terminal's ^C (or `timeout -s TERM`) reaches the runtime's whole process group, this
+   * process included: the runtime decides what a stop signal means, and this process ends with
+   * it (PDEATHSIG, its control socket's end). Children reset every signal before they exec. */
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
   fcntl(CONTROL, F_SETFD, FD_CLOEXEC);
   size_t cap = 1 << 16, have = 0;
   char *buf = malloc(cap);
