@@ -173,7 +173,7 @@ function fitShellOutput(result: ShellResult, room: number): string {
 }
 
 // One bracketed line of facts a model can act on (C1: exit, timeout and cancel are results).
-function shellFacts(r: ShellResult, timeoutMs: number): string {
+export function shellFacts(r: ShellResult, timeoutMs: number): string {
   const lines: string[] = [];
   if (r.timedOut) {
     lines.push(
@@ -182,6 +182,10 @@ function shellFacts(r: ShellResult, timeoutMs: number): string {
     );
   } else if (r.cancelled) {
     lines.push("[cancelled: the call was aborted and the command's process tree was killed]");
+  } else if (r.lost !== undefined) {
+    lines.push(
+      `[result lost: ${r.lostReason ?? `the ${r.lost} process died`}; its output may be incomplete]`,
+    );
   } else if (r.exitCode !== null) {
     lines.push(`[exit code ${r.exitCode} · ${formatMs(r.durationMs)}]`);
   } else {
