@@ -27,8 +27,11 @@ export interface HelperProviderConfig {
   readonly label: string;
   /** What carries the link, for messages ('SSH connection', 'exec link'). */
   readonly kind: string;
-  /** Opens one link to a greeted helper; rejects PROVIDER_UNAVAILABLE within its own bound. */
-  open(): Promise<HelperLink>;
+  /**
+   * Opens one link to a greeted helper; rejects PROVIDER_UNAVAILABLE within its own bound, and
+   * at once when `signal` aborts (dispose: a handshake with a stalled host must not hold it).
+   */
+  open(signal?: AbortSignal): Promise<HelperLink>;
   readonly lingerMs: number;
   readonly reconnectAttempts: number;
   readonly reconnectDelayMs: number;
@@ -80,7 +83,7 @@ export function createHelperProvider(options: HelperProviderConfig): RemoteProvi
   let nextN = 0;
 
   const connect = async (): Promise<Session> => {
-    const link = await options.open();
+    const link = await options.open(stop.signal);
     if (disposed) {
       link.destroy();
       throw disposedError();
@@ -187,12 +190,21 @@ export function createHelperProvider(options: HelperProviderConfig): RemoteProvi
 
   const host: RemoteHost = {
     label,
+    get connected() {
+      return session?.helper.alive === true;
+    },
     request: async (message) => (await ready()).helper.request(message),
     notify: (message) => session?.helper.notify(message),
     input: async (n, bytes) => (await ready()).helper.input(n, bytes),
     release: (n, tree) => {
       trees.delete(n);
       session?.helper.notify({ op: 'release', tree });
+    },
+    abandon: (n, tree, reason) => {
+      const remote = trees.get(n);
+      trees.delete(n);
+      orphans.add(tree);
+      remote?.lost(reason);
     },
   };
 
@@ -255,7 +267,9 @@ export function createHelperProvider(options: HelperProviderConfig): RemoteProvi
       session = null;
       // A bounded goodbye: a dead or stalled host must not hold dispose (X3).
       const bound = new AbortController();
-      const bye = current?.helper.alive ? current.helper.request({ op: 'bye' }).catch(() => {}) : null;
+      const bye = current?.helper.alive
+        ? current.helper.request({ op: 'bye', orphans: [...orphans] }).catch(() => {})
+        : null;
       if (bye !== null) {
         await Promise.race([
           bye,

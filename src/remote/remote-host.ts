@@ -8,11 +8,18 @@ import type { ProcessIdentity, TreeKillVerdict } from '../subprocess/types.js';
 export interface RemoteHost {
   /** `user@host:port`, for messages. */
   readonly label: string;
+  /** Whether the link to the helper is up now (false while a reconnect is under way). */
+  readonly connected: boolean;
   request(message: Record<string, unknown>): Promise<Record<string, unknown>>;
   notify(message: Record<string, unknown>): void;
   input(n: number, bytes: Buffer): Promise<void>;
   /** The handle is done with the helper (exit seen, tree swept): the provider drops it. */
   release(n: number, tree: string): void;
+  /**
+   * A kill could not reach the host (X3): the tree ends now with `reason` (its owner does not
+   * wait out a reconnect) and is killed by marker the next time the host is reached.
+   */
+  abandon(n: number, tree: string, reason: string): void;
 }
 
 /** A tree the provider routes helper frames to, and re-attaches after a reconnect (X3). */
@@ -81,7 +88,7 @@ export function toVerdict(reply: Record<string, unknown>): TreeKillVerdict {
  *
  * @example
  * ```ts
- * const kill = remoteTreeKill(host, { treeId, what: 'tree', graceMs, exited, lost: () => lostReason, gone: () => gone });
+ * const kill = remoteTreeKill(host, { n, treeId, what: 'tree', graceMs, exited, lost: () => lostReason, gone: () => gone });
  * ```
  */
 export function remoteTreeKill(
@@ -92,6 +99,7 @@ export function remoteTreeKill(
     readonly what: string;
     readonly graceMs: number;
     readonly exited: Promise<unknown>;
+    readonly n: number;
     /** Why the tree is lost, or null while it is reachable. */
     readonly lost: () => string | null;
     /** The helper said at exit that the tree's cgroup was empty: the verdict needs no request. */
@@ -112,7 +120,15 @@ export function remoteTreeKill(
           `remote ${tree.what} ${tree.treeId} on ${host.label} is lost: ${lostReason}`,
         );
       }
-      const verdict = toVerdict(await host.request({ op: 'kill', tree: tree.treeId, graceMs: tree.graceMs }));
+      if (!host.connected) {
+        // A kill does not wait out the reconnect attempts (a dispose would be held for them):
+        // the tree is the orphan sweep's of the connection that comes back (X3).
+        const why = `the link to ${host.label} is down; it is killed when the host is reached again`;
+        host.abandon(tree.n, tree.treeId, why);
+        throw new TetherError('PROVIDER_LOST', `remote ${tree.what} ${tree.treeId} is lost: ${why}`);
+      }
+      const reply = await host.request({ op: 'kill', tree: tree.treeId, graceMs: tree.graceMs });
+      const verdict = toVerdict(reply);
       if (verdict.status === 'quiescent') await tree.exited;
       return verdict;
     })().finally(() => {

@@ -96,6 +96,7 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
   };
 
   const kill = remoteTreeKill(host, {
+    n,
     treeId,
     what: 'tree',
     graceMs: spec.cleanupGraceMs,

@@ -33,6 +33,15 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
   const listeners = new Set<(text: string) => void>();
   let unheard: string[] = [];
   let lastOutputAt = performance.now();
+  // T5: where the pty stream ended when the helper answered the last probe, and who waits for it.
+  let proofEnd = 0;
+  let reached: Array<() => void> = [];
+  const wake = () => {
+    if (!done && cursor.received < proofEnd) return;
+    const waiting = reached;
+    reached = [];
+    for (const resolve of waiting) resolve();
+  };
 
   const deliver = (text: string) => {
     if (text === '') return;
@@ -46,6 +55,7 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
     deliver(decoder.end());
     resolveExit(exitFacts.exit);
     host.release(n, treeId);
+    wake();
   };
 
   const tree: RemoteTree = {
@@ -58,6 +68,7 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
       deliver(decoder.write(fresh));
       cursor.consumed();
       settle();
+      wake();
     },
     event(message) {
       if (message.ev !== 'exit' || exitFacts !== null) return;
@@ -84,6 +95,7 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
   let lostReason: string | null = null;
   let gone = false;
   const kill = remoteTreeKill(host, {
+    n,
     treeId,
     what: 'terminal',
     graceMs: spec.cleanupGraceMs,
@@ -128,10 +140,18 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
     async probeInput(): Promise<InputProbe> {
       if (done) return { waiting: false, reason: 'the terminal has exited' };
       try {
-        return (await host.request({ op: 'probe', tree: treeId })).answer as InputProbe;
+        const reply = await host.request({ op: 'probe', tree: treeId });
+        if (typeof reply.end === 'number') proofEnd = Math.max(proofEnd, reply.end);
+        return reply.answer as InputProbe;
       } catch (err) {
         return { unknown: err instanceof Error ? err.message : String(err) };
       }
+    },
+    // T5: every byte the helper had read from the pty when it answered the last probe has been
+    // handed to the listeners (it may trail the reply, or come again after a re-attach).
+    settled() {
+      if (done || cursor.received >= proofEnd) return Promise.resolve();
+      return new Promise<void>((resolve) => reached.push(resolve));
     },
     kill,
   });

@@ -14,28 +14,46 @@ import type { ResolvedSshOptions } from './ssh-options.js';
  * const link = await openSshLink(resolveSshOptions({ host, username, privateKey, hostKey }));
  * ```
  */
-export async function openSshLink(options: ResolvedSshOptions): Promise<HelperLink> {
-  const client = await connectClient(options);
+export async function openSshLink(options: ResolvedSshOptions, signal?: AbortSignal): Promise<HelperLink> {
+  const client = await connectClient(options, signal);
+  const onAbort = () => client.destroy(); // the bootstrap under way fails with the channel
+  signal?.addEventListener('abort', onAbort, { once: true });
   try {
     return await openHelperChannel(client, options);
   } catch (err) {
     client.destroy();
     throw err;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
   }
 }
 
-function connectClient(options: ResolvedSshOptions): Promise<ssh2.Client> {
+// `signal` ends a handshake under way (dispose): a stalled server would hold it to readyTimeout.
+function connectClient(options: ResolvedSshOptions, signal?: AbortSignal): Promise<ssh2.Client> {
   const client = new ssh2.Client();
   let hostKeyRejected = false;
   const expected = options.hostKey === undefined ? null : keyBlob(options.hostKey);
   const verify = options.hostVerifier ?? ((key: Buffer) => expected !== null && key.equals(expected));
+  // ssh2 can emit a second error after the first (`Connection lost before handshake` once a
+  // handshake timed out or was abandoned), and errors after 'ready' are the link's (its onDown
+  // hears 'close'): none of them may be an uncaught exception.
+  client.on('error', () => {});
   return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      client.off('ready', onReady);
+      client.destroy();
+      reject(new TetherError('RUNTIME_DISPOSED', `the connect to ${options.label} was abandoned (disposed)`));
+    };
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
     const onError = (err: Error & { level?: string }) => {
+      signal?.removeEventListener('abort', onAbort);
       client.off('ready', onReady);
       client.destroy();
       reject(connectError(options, err, hostKeyRejected));
     };
     const onReady = () => {
+      signal?.removeEventListener('abort', onAbort);
       client.off('error', onError);
       // No Nagle: the helper sends up to its window and then waits for our acks, small frames
       // that Nagle held until the server's delayed ACK (40 ms on Linux) whenever the flood had

@@ -29,7 +29,7 @@ export function createSshProvider(input: SshProviderOptions): SshProvider {
     name: 'ssh',
     label: options.label,
     kind: 'SSH connection',
-    open: () => openSshLink(options),
+    open: (signal) => openSshLink(options, signal),
     lingerMs: options.lingerMs,
     reconnectAttempts: options.reconnectAttempts,
     reconnectDelayMs: options.reconnectDelayMs,

@@ -843,7 +843,9 @@ class Daemon:
         if op == 'bye':
             # The provider is gone for good: nobody will read or re-attach this client's jobs.
             self.said_bye = True
-            for job in [j for j in self.jobs.values() if j.client is conn]:
+            # Also the trees it gave up on while its link was down (a kill that found no link).
+            orphans = set(msg.get('orphans') or [])
+            for job in [j for j in self.jobs.values() if j.client is conn or (j.client is None and j.tree in orphans)]:
                 if job.exit is not None:
                     self.release(job)
                 else:
@@ -862,7 +864,16 @@ class Daemon:
         if op == 'signal':
             return {'ok': True, 'delivered': self.signal(job, msg)}
         if op == 'probe':
-            return {'ok': True, 'answer': probe(job)}
+            answer = probe(job)
+            # T5: what the terminal's processes wrote before they waited is in the pty now; read
+            # it and say where it ends, so the client counts the proof only once it has all of it
+            # (a reply can pass output still in the pty, or replayed after a re-attach).
+            end = None
+            if job.master is not None and 3 in job.streams:
+                if job.streams[3].fd is not None:
+                    self.drain_master(job)
+                end = job.streams[3].total
+            return {'ok': True, 'answer': answer, 'end': end}
         return {'ok': False, 'code': 'INVALID_ARGUMENT', 'message': 'unknown op ' + op}
 
     def signal(self, job, msg):
