@@ -1,5 +1,5 @@
 import { TetherError } from '../errors.js';
-import type { ProcessIdentity, TreeKillVerdict } from '../subprocess/types.js';
+import type { ProcessIdentity, TreeKillVerdict, TreeProof } from '../subprocess/types.js';
 
 /**
  * What a remote handle needs from its provider: calls to the helper (which wait for a
@@ -102,16 +102,20 @@ export function remoteTreeKill(
     readonly n: number;
     /** Why the tree is lost, or null while it is reachable. */
     readonly lost: () => string | null;
-    /** The helper said at exit that the tree's cgroup was empty: the verdict needs no request. */
-    readonly gone: () => boolean;
+    /**
+     * How the helper proved at exit that nothing of the tree is left (its cgroup empty, or no
+     * orphan of it adopted: proof `proc`), or null: with a proof the verdict needs no request.
+     */
+    readonly gone: () => TreeProof | null;
   },
 ): () => Promise<TreeKillVerdict> {
   let inFlight: Promise<TreeKillVerdict> | null = null;
   return () => {
     inFlight ??= (async () => {
-      if (tree.gone()) {
+      const goneBy = tree.gone();
+      if (goneBy !== null) {
         await tree.exited;
-        return { status: 'quiescent', proof: 'cgroup', killed: 0 } as const;
+        return { status: 'quiescent', proof: goneBy, killed: 0 } as const;
       }
       const lostReason = tree.lost();
       if (lostReason !== null) {

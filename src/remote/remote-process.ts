@@ -1,5 +1,10 @@
 import { Readable, Writable } from 'node:stream';
-import type { SubprocessExit, SubprocessHandle, SubprocessSpawnSpec } from '../subprocess/types.js';
+import type {
+  SubprocessExit,
+  SubprocessHandle,
+  SubprocessSpawnSpec,
+  TreeProof,
+} from '../subprocess/types.js';
 import { createCursor, identityOf, type RemoteHost, type RemoteTree, remoteTreeKill } from './remote-host.js';
 
 /**
@@ -20,7 +25,7 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
   });
   let exit: SubprocessExit | null = null;
   let lostReason: string | null = null;
-  let gone = false;
+  let gone: TreeProof | null = null;
   const ended = new Set<number>();
   const outputs = new Map<number, { readable: Readable | null; cursor: ReturnType<typeof createCursor> }>();
   for (const [sid, disposition] of [
@@ -76,7 +81,7 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
     event(message) {
       if (message.ev === 'eof') endStream(message.stream as number);
       if (message.ev === 'exit' && exit === null) {
-        gone = message.gone === true;
+        gone = message.gone === true ? ((message.proof as TreeProof | undefined) ?? 'cgroup') : null;
         exit = {
           exitCode: (message.code as number | null) ?? null,
           signal: (message.signal as NodeJS.Signals | null) ?? null,

@@ -5,6 +5,7 @@ import type {
   TerminalHandle,
   TerminalHandleExit,
   TerminalSpawnSpec,
+  TreeProof,
 } from '../subprocess/types.js';
 import { createCursor, identityOf, type RemoteHost, type RemoteTree, remoteTreeKill } from './remote-host.js';
 
@@ -73,7 +74,7 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
     event(message) {
       if (message.ev !== 'exit' || exitFacts !== null) return;
       const ends = message.ends as Record<string, number>;
-      gone = message.gone === true;
+      gone = message.gone === true ? ((message.proof as TreeProof | undefined) ?? 'cgroup') : null;
       exitFacts = {
         exit: {
           exitCode: (message.code as number | null) ?? null,
@@ -93,7 +94,7 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
     },
   };
   let lostReason: string | null = null;
-  let gone = false;
+  let gone: TreeProof | null = null;
   const kill = remoteTreeKill(host, {
     n,
     treeId,

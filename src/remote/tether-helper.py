@@ -103,23 +103,33 @@ def pids():
     return [int(d) for d in os.listdir('/proc') if d.isdigit()]
 
 
-def tree_members(tree, marker, leader):
-    """Live processes of a tree: its env marker, or the leader's session (identity-checked)."""
-    found = []
+def tree_members(tree, marker, leader, roots=()):
+    """Live processes of a tree: its env marker, the leader's session (identity-checked), and
+    every descendant of those and of `roots` (the orphans of the tree the helper adopted as
+    subreaper): a child that left the session and dropped the env is still found by its parent."""
+    found, children = set(), {}
     for pid in pids():
         st = stat_of(pid)
         if st is None or st['state'] in 'ZX' or pid == os.getpid():
             continue
+        children.setdefault(st['ppid'], []).append(pid)
         if leader is not None and alive(leader[0], leader[1]) and st['sid'] == leader[0]:
-            found.append(pid)
+            found.add(pid)
             continue
         try:
             with open('/proc/%d/environ' % pid, 'rb') as f:
                 if marker in f.read().split(b'\0'):
-                    found.append(pid)
+                    found.add(pid)
         except OSError:
             pass
-    return found
+    if leader is not None and alive(leader[0], leader[1]):
+        found.add(leader[0])
+    todo = list(found) + [p for p in roots if alive(p)]
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        todo.extend(c for c in children.get(pid, ()) if c not in found)
+    return sorted(found)
 
 
 def unoctal(field):
@@ -200,14 +210,16 @@ def remove_cgroup(cg):
     return True
 
 
-def kill_tree(tree, leader, grace_ms, reap, hangup=False, cg=None):
+def kill_tree(tree, leader, grace_ms, reap, hangup=False, cg=None, strays=None):
     """A generator: yields the seconds to wait before its next step, returns the verdict (S4).
 
     With a cgroup (`cg`), its members are the tree: the leader entered it before its exec (spawn
     fails otherwise), a fork lands in it whatever it does to its session or env, `cgroup.kill`
     takes forks in flight too, and the kernel's `populated 0` is the proof; nothing of the tree
     can be outside it, so /proc is not scanned (as K1 locally). Without one, the env marker and
-    the leader's session are looked up in /proc."""
+    the leader's session are looked up in /proc, with the descendants of what they find and of
+    the tree's orphans the helper adopted (`strays`: the daemon's record, see Daemon.adopt); an
+    adopted orphan it could not attribute to one tree makes the verdict `escaped` (unproven)."""
     marker = ('TETHER_TREE=' + tree).encode()
     killed = set()
     cg = cg if cg is not None and os.path.isdir(cg) else None
@@ -215,7 +227,7 @@ def kill_tree(tree, leader, grace_ms, reap, hangup=False, cg=None):
     def members():
         if cg is not None:
             return [p for p in cgroup_pids(cg) if alive(p)]
-        return tree_members(tree, marker, leader)
+        return tree_members(tree, marker, leader, strays.mine(tree) if strays else ())
 
     def send(sig):
         for pid in members():
@@ -251,6 +263,11 @@ def kill_tree(tree, leader, grace_ms, reap, hangup=False, cg=None):
                     'escaped': [p for p in left if p not in stuck], 'stuck': stuck}
     if cg is not None:
         remove_cgroup(cg)
+    elif strays is not None:
+        # Orphans of no known tree that could be this one's: nothing proves them someone else's.
+        unknown = strays.unattributed(leader[1] if leader else None)
+        if unknown:
+            return {'status': 'escaped', 'proof': proof, 'killed': len(killed), 'escaped': unknown, 'stuck': []}
     return {'status': 'quiescent', 'proof': proof, 'killed': len(killed)}
 
 
@@ -384,6 +401,71 @@ class Stream:
         self.told = False
 
 
+class Strays:
+    """The helper is every tree's subreaper: whatever a tree leaves behind when a process of it
+    dies (a setsid'd, env-less escapee included) becomes the helper's own child. This is the
+    record of those children: pid -> [start time, tree or None]. A tree whose leader was reaped
+    while no such orphan was of it (or unattributed) is proven empty with no /proc scan: every
+    live process of it would descend from one."""
+
+    def __init__(self):
+        self.known = {}
+
+    def children(self):
+        found = set()
+        try:
+            for tid in os.listdir('/proc/self/task'):
+                with open('/proc/self/task/%s/children' % tid) as f:
+                    found.update(int(p) for p in f.read().split())
+        except OSError:
+            return None
+        return found
+
+    def adopt(self, jobs):
+        """Brings the record up to date with the helper's children (one small read when nothing
+        changed); a new orphan goes to the tree its env names, or to the one tree it can be of:
+        of the trees still held (their leader or an orphan of theirs), one started before it."""
+        kids = self.children()
+        if kids is None:
+            return False
+        leaders = {j.pid for j in jobs.values()}
+        before = self.known
+        held = {t for _, t in before.values() if t is not None} | set(jobs)
+        starts = {j.tree: j.start for j in jobs.values()}
+        self.known = {}
+        for pid in kids - leaders:
+            st = stat_of(pid)
+            if st is None or st['state'] in 'ZX':
+                continue
+            was = before.get(pid)
+            if was is not None and was[0] == st['start']:
+                self.known[pid] = was
+                continue
+            tree = None
+            try:
+                with open('/proc/%d/environ' % pid, 'rb') as f:
+                    for item in f.read().split(b'\0'):
+                        if item.startswith(b'TETHER_TREE='):
+                            tree = item[12:].decode(errors='replace')
+            except OSError:
+                pass
+            if tree is None:
+                could = [t for t in held if starts.get(t, 0) <= st['start']]
+                tree = could[0] if len(could) == 1 else None
+            self.known[pid] = [st['start'], tree]
+        return True
+
+    def mine(self, tree):
+        return [p for p, (_, t) in self.known.items() if t == tree]
+
+    def unattributed(self, since=None):
+        return sorted(p for p, (start, t) in self.known.items()
+                      if t is None and (since is None or start >= since) and alive(p, start))
+
+    def empty_of(self, tree):
+        return not any(t is None or t == tree for _, t in self.known.values())
+
+
 class Client:
     """One SSH channel: its stdin (rfd) and stdout (wfd) as the connect process handed them over,
     and the socket to that process, which lives as long as the channel does."""
@@ -423,8 +505,12 @@ class Daemon:
         self.tasks = []  # [wake time, generator, on_done]: kills in progress
         self.alone_since = time.monotonic()
         self.reaped_at = 0.0
+        self.strays = None  # marker mode: the subreaper's record of orphans (Strays)
         try:
-            LIBC.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+            if LIBC.prctl(36, 1, 0, 0, 0) == 0 and self.cg is None:  # PR_SET_CHILD_SUBREAPER
+                strays = Strays()
+                if strays.children() is not None:
+                    self.strays = strays
         except Exception:
             pass
         try:
@@ -455,6 +541,12 @@ class Daemon:
             idle = time.monotonic() - self.alone_since
             # Nothing left to keep: no client, no tree, no kill in progress (the first client gets 5 s to come).
             if not self.clients and not self.jobs and not self.tasks and (self.had_client or idle > 5):
+                if self.strays is not None and self.strays.adopt(self.jobs):
+                    for pid in list(self.strays.known):  # orphans of its trees outlive none of them
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                        except OSError:
+                            pass
                 return
             if not self.clients and time.monotonic() - self.alone_since > self.linger and not self.lingered:
                 self.lingered = True  # nobody came back: the trees die, then the daemon ends
@@ -501,7 +593,14 @@ class Daemon:
             self.reap()
 
     def kill(self, job, grace_ms=500):
-        return kill_tree(job.tree, (job.pid, job.start), grace_ms, self.reap, job.master is not None, job.cg)
+        return kill_tree(job.tree, (job.pid, job.start), grace_ms, self.reaped, job.master is not None, job.cg,
+                         self.strays)
+
+    def reaped(self):
+        """Reaps, then updates the orphan record (a kill's every step)."""
+        self.reap()
+        if self.strays is not None:
+            self.strays.adopt(self.jobs)
 
     def release(self, job):
         """Forgets a job: its fds, its buffered output, its cgroup once empty."""
@@ -513,7 +612,9 @@ class Daemon:
             if fd is not None:
                 os.close(fd)
         job.master = job.stdin = None
-        if job.cg is not None and not populated(job.cg) and remove_cgroup(job.cg):
+        if job.cg is not None and not populated(job.cg) and remove_cgroup(job.cg) or (
+                self.strays is not None and job.exit is not None and self.strays.adopt(self.jobs)
+                and self.strays.empty_of(job.tree)):
             self.emptied[job.tree] = True  # else a later kill sweeps what is left, then removes it
             if len(self.emptied) > 1024:
                 self.emptied.popitem(last=False)
@@ -577,6 +678,8 @@ class Daemon:
                 return
             for job in self.jobs.values():
                 if job.pid == pid and job.exit is None:
+                    if self.strays is not None:  # the leader's orphans are the helper's now
+                        self.strays.adopt(self.jobs)
                     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
                     job.exit = {'code': os.WEXITSTATUS(status) if sig is None else None,
                                 'signal': signal.Signals(sig).name if sig else None}
@@ -601,7 +704,13 @@ class Daemon:
             # `gone`: the leader was reaped and its cgroup is empty, so nothing of the tree is
             # left anywhere (a fork of it would be in there): the kernel's proof, sent unasked.
             gone = job.cg is not None and not populated(job.cg)
-            self.send(job.client, jframe(dict(ev='exit', n=job.n, ends=ends, gone=gone, **job.exit)))
+            proof = 'cgroup'
+            if self.strays is not None and job.cg is None:
+                # Marker mode: the leader was reaped and no orphan of the tree (or of no known
+                # tree) is the helper's child, so nothing of it is left (Strays): no kill scan.
+                self.strays.adopt(self.jobs)
+                gone, proof = self.strays.empty_of(job.tree), 'proc'
+            self.send(job.client, jframe(dict(ev='exit', n=job.n, ends=ends, gone=gone, proof=proof, **job.exit)))
 
     def take(self, job, s, data):
         if data:
@@ -828,12 +937,15 @@ class Daemon:
             return None
         job = self.jobs.get(msg.get('tree'))
         if op == 'kill':
-            if job is None and msg.get('tree') in self.emptied:
+            if job is None and msg.get('tree') in self.emptied and self.strays is None:
                 return {'ok': True, 'verdict': {'status': 'quiescent', 'proof': 'cgroup', 'killed': 0}}
             if job is not None:
                 gen = self.kill(job, msg['graceMs'])
             else:  # a tree of a daemon that died: its marker, and its cgroup if it had one
-                gen = kill_tree(msg['tree'], None, msg['graceMs'], self.reap, False, self.orphan_cgroup(msg['tree']))
+                if self.strays is not None and msg.get('tree') in self.emptied:
+                    return {'ok': True, 'verdict': {'status': 'quiescent', 'proof': 'proc', 'killed': 0}}
+                gen = kill_tree(msg['tree'], None, msg['graceMs'], self.reaped, False, self.orphan_cgroup(msg['tree']),
+                                self.strays)
             self.start_task(gen, lambda verdict: self.send(conn, jframe({'ok': True, 'verdict': verdict, 'id': msg['id']})))
             return None
         if op == 'release':

@@ -1,11 +1,14 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as pause } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SshProvider } from '../../src/remote/ssh-provider.js';
+import { createSshProvider } from '../../src/remote/ssh-provider.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import type { SubprocessHandle, TreeKillVerdict } from '../../src/subprocess/types.js';
 import { type Sshd, startSshd } from './sshd-fixture.js';
+import { createUnprivilegedUser, type UnprivilegedUser } from './unprivileged-user.js';
 
 // Bounded polls for facts (the bound only turns a hang into a failure).
 async function until<T>(what: string, probe: () => T | Promise<T>, ok: (v: T) => boolean): Promise<T> {
@@ -113,5 +116,120 @@ describe('ssh provider edge cases (issue 33.7)', () => {
       }
     }
     await t.kill();
+  });
+});
+
+// X2 without a cgroup: the remote user cannot make one, so kills go by marker, session, parentage
+// and the orphans the helper adopts as every tree's subreaper.
+describe('marker mode: an unprivileged remote user (issue 33.7)', () => {
+  let sshd: Sshd | null = null;
+  let user: UnprivilegedUser | null = null;
+  let provider: SshProvider | null = null;
+  const escapees: number[] = [];
+  afterEach(async () => {
+    for (const pid of sshd?.sshdPids() ?? []) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {}
+    }
+    try {
+      await provider?.dispose();
+      const helper = user?.helperPid() ?? null;
+      if (helper !== null) {
+        await until(
+          'the helper exits after dispose',
+          () => existsSync(`/proc/${helper}`),
+          (alive) => !alive,
+        );
+      }
+    } finally {
+      // An escapee a failed run left behind (this test started it, as that user).
+      for (const pid of escapees.splice(0)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {}
+      }
+      user?.remove();
+      await sshd?.stop();
+      sshd = user = provider = null;
+    }
+  });
+  const open = async () => {
+    sshd = await startSshd();
+    user = createUnprivilegedUser(sshd);
+    provider = createSshProvider(user.options());
+    return provider;
+  };
+  const pipes = { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' } as const;
+  const firstLine = async (job: SubprocessHandle) => {
+    let text = '';
+    job.stdout!.setEncoding('utf8');
+    job.stdout!.on('data', (chunk: string) => {
+      text += chunk;
+    });
+    return Number(
+      await until(
+        'the first line',
+        () => text,
+        (t) => t.includes('\n'),
+      ),
+    );
+  };
+  const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^\S+ \S+ [ZX]/.test(stat(pid));
+  const stat = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/\(.*\)/, 'x');
+    } catch {
+      return '';
+    }
+  };
+  // A verdict may say quiescent only when it is so (S4): otherwise it must say escaped.
+  const honest = (verdict: TreeKillVerdict, escapee: number) =>
+    verdict.status === 'escaped' ? verdict.escaped.includes(escapee) : !alive(escapee);
+
+  it("X2: in marker mode a running tree's `env -i setsid` escapee is killed with it (found by its parent), proof proc", async () => {
+    const p = await open();
+    const job = await p.spawn({
+      argv: ['bash', '-c', 'env -i setsid sleep 1000 & echo $!; sleep 1000'],
+      cwd: '/tmp',
+      cleanupGraceMs: 500,
+      stdio: pipes,
+    });
+    const escapee = await firstLine(job);
+    escapees.push(escapee);
+    expect(alive(escapee)).toBe(true);
+    const verdict = await job.kill();
+    expect(verdict.proof).toBe('proc'); // marker mode indeed: no cgroup for this user
+    expect(honest(verdict, escapee), JSON.stringify(verdict)).toBe(true);
+    expect(verdict.status).toBe('quiescent');
+    expect(alive(escapee)).toBe(false);
+  });
+
+  it("X2: in marker mode the escapee a finished leader left behind is the helper's adopted orphan: kill takes it", async () => {
+    const p = await open();
+    const job = await p.spawn({
+      argv: ['bash', '-c', 'env -i setsid sleep 1000 & echo $!'],
+      cwd: '/tmp',
+      cleanupGraceMs: 500,
+      stdio: pipes,
+    });
+    const escapee = await firstLine(job);
+    escapees.push(escapee);
+    await job.exited;
+    expect(alive(escapee)).toBe(true);
+    const verdict = await job.kill();
+    expect(honest(verdict, escapee), JSON.stringify(verdict)).toBe(true);
+    expect(verdict).toMatchObject({ status: 'quiescent', proof: 'proc' });
+    expect(alive(escapee)).toBe(false);
+  });
+
+  it('X2: in marker mode a tree whose leader exited leaving nothing is proven gone at exit: kill needs no round trip', async () => {
+    const p = await open();
+    const job = await p.spawn({ argv: ['true'], cwd: '/tmp', cleanupGraceMs: 500, stdio: pipes });
+    await job.exited;
+    // A stopped server answers nothing: a kill that asked the helper would wait for the keepalive.
+    for (const pid of sshd!.sshdPids()) process.kill(pid, 'SIGSTOP');
+    const verdict = await job.kill();
+    expect(verdict).toEqual({ status: 'quiescent', proof: 'proc', killed: 0 });
   });
 });
