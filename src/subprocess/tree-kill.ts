@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import treeKill from 'tree-kill';
+import { cgroupOf } from './containment/cgroup-fs.js';
 import { isDeadState, signalIdentity } from './identity.js';
 import { markPids, type PidMark, pidsSince } from './pid-mark.js';
 import { hasProcfs, type ProcStat } from './proc.js';
@@ -19,6 +20,12 @@ export interface TreeTarget {
   readonly treeId: string;
   /** The pid allocator's position just before the root was spawned: bounds a sweep's scan. */
   readonly since?: PidMark | null;
+  /**
+   * The tree runs in this process's cgroup v2 subtree and cannot leave it (marker mode: the
+   * cgroups are not ours to write): a look-alike escapee outside it is another session's (a
+   * daemon, a container's conmon), not this tree's. Default false: anywhere.
+   */
+  readonly inOwnCgroup?: boolean;
 }
 
 export interface TreeKillOptions {
@@ -89,11 +96,14 @@ function uncertainIn(snap: ProcSnapshot, target: TreeTarget): number[] {
 // (setsid), orphaned — adopted by init or by a subreaper among our ancestors, which is where an
 // orphan of our tree goes — and handed a pid after the root's spawn. `env -i setsid` + a dead
 // parent leaves nothing else to go by; such a tree is not proven dead, so it is never quiescent.
+// With `inOwnCgroup`, only those in this process's cgroup subtree: on a shared machine, anyone's
+// daemon started while the tree lived looks the same (issue 33.5: every verdict of a burst said
+// `escaped` for a podman conmon or an ssh helper of another test run).
 function suspectsIn(snap: ProcSnapshot, target: TreeTarget): number[] {
   const range = pidsSince(target.since ?? null);
   const allocated = range === null ? null : new Set(range);
   const rootStart = target.root.startTime ?? 0;
-  return snap.stats
+  const suspects = snap.stats
     .filter(
       (s) =>
         s.startTime >= rootStart &&
@@ -105,6 +115,19 @@ function suspectsIn(snap: ProcSnapshot, target: TreeTarget): number[] {
         !snap.marker(s.pid),
     )
     .map((s) => s.pid);
+  return target.inOwnCgroup === true ? inOwnCgroupSubtree(suspects) : suspects;
+}
+
+// The pids (read only when there are suspects, which is rare) in this process's cgroup or below;
+// all of them where the cgroup cannot be read. A pid gone meanwhile is dead: not a suspect.
+function inOwnCgroupSubtree(pids: number[]): number[] {
+  if (pids.length === 0) return pids;
+  const own = cgroupOf(process.pid);
+  if (own === null || own === '/') return pids;
+  return pids.filter((pid) => {
+    const at = cgroupOf(pid);
+    return at !== null && (at === own || at.startsWith(`${own}/`));
+  });
 }
 
 /** How often a sweep looks again at a process whose marker cannot be read yet. */

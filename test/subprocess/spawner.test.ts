@@ -1,10 +1,13 @@
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime } from '../../src/index.js';
 import { probeCgroup } from '../../src/subprocess/containment/cgroup-fs.js';
 import { createLocalProvider } from '../../src/subprocess/local-provider.js';
 import { spawnerBinary, startSpawner } from '../../src/subprocess/spawner/spawner.js';
+import type { SubprocessHandle } from '../../src/subprocess/types.js';
+import { ownCgroupDir } from '../support/leak-cgroup.js';
 import { ownSpawners } from '../support/proc-oracle.js';
 
 const strace = ['/usr/bin/strace', '/bin/strace'].find((p) => existsSync(p));
@@ -159,11 +162,67 @@ describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
       await expect(aborted).rejects.toMatchObject({ code: 'ABORTED' });
       const children = await Promise.all(burst);
       expect(new Set(children.map((c) => c.identity.pid)).size).toBe(40);
-      for (const child of children) expect(await child.kill()).toMatchObject({ status: 'quiescent' });
+      // Every child is killed before any verdict is judged: a failed one leaves no `sleep 30`.
+      const verdicts = [];
+      for (const child of children) verdicts.push(await child.kill());
+      expect(verdicts.filter((v) => v.status !== 'quiescent')).toEqual([]);
       expect(existsSync(marker)).toBe(false);
     } finally {
       await provider.dispose();
       await spawner.dispose();
+    }
+  });
+
+  it("S1, S4 (marker): a burst's trees are killed quiescent while another session's daemon starts outside this cgroup (issue 33.5)", async () => {
+    // On a shared machine anyone's daemon (a podman conmon, an ssh helper) has no marker, its
+    // own session and init for a parent, like a `setsid env -i` escapee whose parent died: it
+    // made every verdict of the burst above say `escaped`.
+    const own = ownCgroupDir();
+    if (own === null || dirname(own) === own) return; // no writable cgroup v2: no other cgroup to start it in
+    const foreign = join(dirname(own), `tether-foreign-${process.pid}`);
+    mkdirSync(foreign, { recursive: true });
+    const pidFile = `/tmp/tether-foreign-${process.pid}.pid`;
+    const spawner = startSpawner()!;
+    const provider = createLocalProvider({ spawner });
+    let daemon = 0;
+    let children: SubprocessHandle[] = [];
+    try {
+      children = await Promise.all(
+        Array.from({ length: 4 }, () =>
+          provider.spawn({
+            argv: ['/bin/bash', '-c', 'sleep 30'],
+            cwd: '/tmp',
+            stdio: { stdin: 'ignore', stdout: 'ignore', stderr: 'ignore' },
+            cleanupGraceMs: 500,
+          }),
+        ),
+      );
+      execFileSync(
+        '/bin/sh',
+        [
+          '-c',
+          `echo $$ > ${foreign}/cgroup.procs && (setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $! > ${pidFile})`,
+        ],
+        { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } },
+      );
+      daemon = Number(readFileSync(pidFile, 'utf8'));
+      // Until it has left the session and exec'd (it is the background `setsid` for a moment).
+      const looksLikeEscapee = new RegExp(`^${daemon} \\(sleep\\) S 1 ${daemon} ${daemon} `);
+      for (let i = 0; i < 200 && !looksLikeEscapee.test(readFileSync(`/proc/${daemon}/stat`, 'utf8')); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      expect(readFileSync(`/proc/${daemon}/stat`, 'utf8')).toMatch(looksLikeEscapee);
+      const verdicts = [];
+      for (const child of children) verdicts.push(await child.kill());
+      expect(verdicts.filter((v) => v.status !== 'quiescent')).toEqual([]);
+    } finally {
+      if (daemon > 0) process.kill(daemon, 'SIGKILL');
+      for (const child of children) await child.kill();
+      await provider.dispose();
+      await spawner.dispose();
+      rmSync(pidFile, { force: true });
+      for (let i = 0; i < 100 && readFileSync(`${foreign}/cgroup.procs`, 'utf8') !== ''; i++)
+        await new Promise((r) => setTimeout(r, 10));
+      rmdirSync(foreign);
     }
   });
 

@@ -9,7 +9,10 @@ import type { Containment } from './containment-types.js';
  * The fallback where no writable cgroup v2 exists (K1): every process of a tree inherits the
  * `TETHER_TREE` marker, and the kill sweeps /proc for it (S4; `ps` without /proc). Weaker than
  * a cgroup: a process that empties its environment and leaves the session is not found — the
- * kill then says `escaped` only if something still points at it, else nothing can.
+ * kill then says `escaped` only if something still points at it, else nothing can. A look-alike
+ * of such an escapee (no marker, own session, orphaned) counts only inside this process's cgroup
+ * subtree, which the tree cannot leave without write access to cgroups (then cgroup mode is the
+ * one to use): a privileged tree member that moves itself out is not found either.
  *
  * @example
  * ```ts
@@ -41,11 +44,13 @@ export function createMarkerContainment(): Containment {
         program: null,
         cgroup: null,
         kill(leader, opts) {
-          inFlight ??= killProcessTree({ root: leader, treeId, since }, opts).then((verdict) => {
-            inFlight = null;
-            if (verdict.status === 'quiescent') close();
-            return verdict;
-          });
+          inFlight ??= killProcessTree({ root: leader, treeId, since, inOwnCgroup: true }, opts).then(
+            (verdict) => {
+              inFlight = null;
+              if (verdict.status === 'quiescent') close();
+              return verdict;
+            },
+          );
           return inFlight;
         },
         release: close,
