@@ -163,8 +163,8 @@ describe.runIf(spawnerBinary() !== null)('the spawner (P1)', () => {
       const children = await Promise.all(burst);
       expect(new Set(children.map((c) => c.identity.pid)).size).toBe(40);
       // Every child is killed before any verdict is judged: a failed one leaves no `sleep 30`.
-      const verdicts = [];
-      for (const child of children) verdicts.push(await child.kill());
+      // All at once (the kills share their /proc scans): 40 in a row took 2.4 s at idle.
+      const verdicts = await Promise.all(children.map((child) => child.kill()));
       expect(verdicts.filter((v) => v.status !== 'quiescent')).toEqual([]);
       expect(existsSync(marker)).toBe(false);
     } finally {
