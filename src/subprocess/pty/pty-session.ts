@@ -225,7 +225,9 @@ export class HostedPtySession implements PtySession {
 
   #killTree(graceMs: number): Promise<TreeKillVerdict> {
     if (this.#boundary !== undefined) return this.#boundary.kill(this.identity, { graceMs });
-    return killProcessTree({ root: this.identity, treeId: this.treeId }, { graceMs });
+    // Marker mode, as marker-containment.ts: a look-alike escapee outside this process's cgroup
+    // subtree is someone else's (issue 33.5), not this terminal's.
+    return killProcessTree({ root: this.identity, treeId: this.treeId, inOwnCgroup: true }, { graceMs });
   }
 
   // Hands one batch to every listener; acks in steps so the worker keeps reading.
