@@ -75,6 +75,9 @@ function plain(short: string, long: readonly string[] = [], skip = 0, shellWhenE
   };
 }
 
+// The namespace options unshare(1) and nsenter(1) share, each with an optional value.
+const NAMESPACE_LONG = ['mount?', 'uts?', 'ipc?', 'net?', 'pid?', 'user?', 'cgroup?', 'time?'];
+
 // The long options su(1) and runuser(1) share (runuser adds --user).
 const SU_LONG = [
   'login',
@@ -221,14 +224,7 @@ export const WRAPPERS: Readonly<Record<string, Unwrap>> = {
   unshare: plain(
     'muinpUCTfrcS:G:R:w:',
     [
-      'mount?',
-      'uts?',
-      'ipc?',
-      'net?',
-      'pid?',
-      'user?',
-      'cgroup?',
-      'time?',
+      ...NAMESPACE_LONG,
       'fork',
       'map-root-user',
       'map-current-user',
@@ -257,14 +253,7 @@ export const WRAPPERS: Readonly<Record<string, Unwrap>> = {
     [
       'all',
       'target=',
-      'mount?',
-      'uts?',
-      'ipc?',
-      'net?',
-      'pid?',
-      'user?',
-      'cgroup?',
-      'time?',
+      ...NAMESPACE_LONG,
       'setuid=',
       'setgid=',
       'preserve-credentials',
