@@ -8,15 +8,13 @@
 // Goal: p99 ≤ 5 ms and no stall over 50 ms.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { createRuntime } from '../dist/src/index.js';
-import { sanitizeEnv } from '../dist/src/subprocess/env.js';
+import { rawPtyChars } from './drive.js';
 import { checkLoad, interleaved, median, spread } from './measure.js';
 
-const require = createRequire(import.meta.url);
 const fmt = (x, digits = 1) => (x === undefined ? '—' : x.toFixed(digits));
 const sp = (xs, digits) => (xs.length > 0 ? spread(xs, digits) : '—');
 const OWNERS = 8;
@@ -87,19 +85,6 @@ function rawJob(command) {
   });
 }
 
-function rawTerminal(command) {
-  const pty = require('node-pty');
-  const env = sanitizeEnv(process.env, {}, { TERM: 'xterm' });
-  return new Promise((resolve) => {
-    const term = pty.spawn('/bin/bash', ['-c', command], { cols: 80, rows: 24, cwd: process.cwd(), env });
-    let chars = 0;
-    term.onData((text) => {
-      chars += text.length;
-    });
-    term.onExit(() => resolve(chars));
-  });
-}
-
 // monitorEventLoopDelay records nothing of its first interval: let it fire once before the
 // burst, or a synchronous start (raw's 64 spawns) would hide in that interval (as bench/agents.js).
 const arm = () => new Promise((resolve) => setTimeout(resolve, 20));
@@ -112,7 +97,7 @@ async function raw(jobBytes) {
   const jobs = [];
   for (let i = 0; i < OWNERS * JOBS_PER_OWNER; i++) jobs.push(rawJob(jobCommand(jobBytes)));
   const startMs = performance.now() - t0; // spawn is synchronous: they are all started here
-  const terms = Array.from({ length: OWNERS }, () => rawTerminal(SEQ));
+  const terms = Array.from({ length: OWNERS }, () => rawPtyChars(SEQ));
   const flood = floodDelay();
   const chars = await Promise.all(jobs);
   const termChars = await Promise.all(terms);

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { createContainerProvider, createRuntime } from '../dist/src/index.js';
 import { removeContainer, startContainer } from '../test/support/container-image.js';
+import { readJobToEnd, timed } from './drive.js';
 
 const quick = process.env.TETHER_BENCH_QUICK === '1';
 const RUNS = 5;
@@ -35,24 +36,6 @@ function rawExec(container, argv) {
       code === 0 ? resolve(bytes) : reject(new Error(`podman exec: exit ${code}`)),
     );
   });
-}
-
-async function jobRead(rt, lease, command) {
-  const info = await rt.shell.background(lease.token, { command });
-  let chars = 0;
-  for (let cursor = 0; ; ) {
-    const page = await rt.jobs.read(lease.token, info.id, cursor, 65_536);
-    chars += page.text.length;
-    cursor = page.cursor;
-    if (page.done) return chars;
-    if (page.text.length === 0) await rt.jobs.wait(lease.token, info.id, 5);
-  }
-}
-
-async function timed(fn) {
-  const t0 = performance.now();
-  const result = await fn();
-  return { ms: performance.now() - t0, result };
 }
 
 const container = await startContainer();
@@ -82,7 +65,7 @@ try {
     calls.raw.push(raw.ms / CALLS);
     calls.tether.push(tether.ms / CALLS);
     const rawFlood = await timed(() => rawExec(container, ['cat', FILE]));
-    const jobFlood = await timed(() => jobRead(rt, lease, `cat ${FILE}`));
+    const jobFlood = await timed(() => readJobToEnd(rt, lease, `cat ${FILE}`));
     if (rawFlood.result !== BYTES || jobFlood.result !== BYTES) {
       throw new Error(`flood sizes: raw ${rawFlood.result}, job ${jobFlood.result}, want ${BYTES}`);
     }

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { createRuntime, createSshProvider } from '../dist/src/index.js';
 import { startSshdServer } from '../test/support/sshd-server.js';
+import { readJobToEnd, timed } from './drive.js';
 
 const quick = process.env.TETHER_BENCH_QUICK === '1';
 const RUNS = 5;
@@ -51,24 +52,6 @@ function rawExec(client, command) {
       channel.on('close', () => resolve(bytes));
     });
   });
-}
-
-async function jobRead(rt, lease, command) {
-  const info = await rt.shell.background(lease.token, { command });
-  let chars = 0;
-  for (let cursor = 0; ; ) {
-    const page = await rt.jobs.read(lease.token, info.id, cursor, 65_536);
-    chars += page.text.length;
-    cursor = page.cursor;
-    if (page.done) return chars;
-    if (page.text.length === 0) await rt.jobs.wait(lease.token, info.id, 5);
-  }
-}
-
-async function timed(fn) {
-  const t0 = performance.now();
-  const result = await fn();
-  return { ms: performance.now() - t0, result };
 }
 
 const server = await startSshdServer();
@@ -148,7 +131,7 @@ try {
       p1m.tether.push(mtether.ms / CALLS);
     }
     const rawFlood = await timed(() => rawExec(client, FLOOD));
-    const jobFlood = await timed(() => jobRead(rt, lease, FLOOD));
+    const jobFlood = await timed(() => readJobToEnd(rt, lease, FLOOD));
     if (rawFlood.result !== BYTES || jobFlood.result !== BYTES) {
       throw new Error(`flood sizes: raw ${rawFlood.result}, job ${jobFlood.result}, want ${BYTES}`);
     }

@@ -2,13 +2,11 @@
 // one huge line, 76-column lines, `\r` progress bars or ANSI colour, measured with
 // `monitorEventLoopDelay` (1 ms resolution). Raw = node-pty on the main thread, printing the
 // same bytes with nobody parsing them. Goal: no stall over 50 ms, p99 ≤ 5 ms, any line shape.
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { createRuntime } from '../dist/src/index.js';
-import { sanitizeEnv } from '../dist/src/subprocess/env.js';
+import { rawPtyChars } from './drive.js';
 import { checkLoad, interleaved, median, spread } from './measure.js';
 
-const require = createRequire(import.meta.url);
 const fmt = (x, digits = 1) => x.toFixed(digits);
 
 // Each shape prints about `bytes` bytes; python3 writes them in 1 MiB pieces.
@@ -29,20 +27,6 @@ n = ${bytes} // len(line)
 for _ in range(n): sys.stdout.write(line)"`,
 };
 
-// Raw node-pty on this thread running the same command, output counted and dropped.
-function rawRun(command) {
-  const pty = require('node-pty');
-  const env = sanitizeEnv(process.env, {}, { TERM: 'xterm' });
-  return new Promise((resolve) => {
-    const term = pty.spawn('/bin/bash', ['-c', command], { cols: 80, rows: 24, cwd: process.cwd(), env });
-    let chars = 0;
-    term.onData((text) => {
-      chars += text.length;
-    });
-    term.onExit(() => resolve(chars));
-  });
-}
-
 /** Table rows for bench/run.js: [benchmark, raw, tether, ratio, goal, note]. */
 export async function rows(quick) {
   const load = checkLoad('before the terminal stall benchmarks');
@@ -57,7 +41,7 @@ export async function rows(quick) {
     for (const [shape, command] of Object.entries(SHAPES)) {
       const cmd = command(bytes);
       const all = await interleaved(runs, bytes, {
-        raw: () => rawRun(cmd),
+        raw: () => rawPtyChars(cmd),
         tether: async () => {
           const r = await rt.terminals.execute(owner, terminal.id, cmd, { timeoutMs: 600_000 });
           return { exitCode: r.exitCode, chars: r.output.length };
