@@ -10,16 +10,7 @@ import { createKubernetesProvider } from '../../src/remote/kubernetes-provider.j
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import type { SubprocessHandle } from '../../src/subprocess/types.js';
 import { removeContainer, removeStaleContainers, startContainer } from '../support/container-image.js';
-
-// Bounded polls for facts (never a timed assertion: the bound only turns a hang into a failure).
-async function until<T>(what: string, probe: () => T, ok: (v: T) => boolean): Promise<T> {
-  for (let i = 0; i < 3000; i++) {
-    const v = probe();
-    if (ok(v)) return v;
-    await pause(10);
-  }
-  throw new Error(`${what} never happened; last: ${JSON.stringify(probe())}`);
-}
+import { lines, until } from './remote-waits.js';
 
 const codeOf = (err: unknown) => (err instanceof TetherError ? err.code : String(err));
 
@@ -36,25 +27,6 @@ function execClients(): number[] {
     } catch {}
   }
   return found;
-}
-
-function lines(stream: NodeJS.ReadableStream) {
-  let text = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    text += chunk;
-  });
-  return {
-    get text() {
-      return text;
-    },
-    until: (line: string) =>
-      until(
-        `line ${line}`,
-        () => text,
-        (t) => t.split('\n').includes(line),
-      ),
-  };
 }
 
 describe('the exec provider over podman exec (X5)', () => {

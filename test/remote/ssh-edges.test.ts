@@ -1,5 +1,4 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { setTimeout as pause } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SshProvider } from '../../src/remote/ssh-provider.js';
 import { createSshProvider } from '../../src/remote/ssh-provider.js';
@@ -7,19 +6,9 @@ import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import type { SubprocessHandle, TreeKillVerdict } from '../../src/subprocess/types.js';
+import { until } from './remote-waits.js';
 import { type Sshd, startSshd } from './sshd-fixture.js';
 import { createUnprivilegedUser, type UnprivilegedUser } from './unprivileged-user.js';
-
-// Bounded polls for facts (the bound only turns a hang into a failure).
-async function until<T>(what: string, probe: () => T | Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  let last = await probe();
-  for (let i = 0; i < 3000 && !ok(last); i++) {
-    await pause(10);
-    last = await probe();
-  }
-  if (!ok(last)) throw new Error(`${what} never happened; last: ${JSON.stringify(last)}`);
-  return last;
-}
 
 describe('ssh provider edge cases (issue 33.7)', () => {
   let sshd: Sshd | null = null;

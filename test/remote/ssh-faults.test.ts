@@ -7,41 +7,11 @@ import type { SshProvider } from '../../src/remote/ssh-provider.js';
 import { probeCgroup } from '../../src/subprocess/containment/cgroup-fs.js';
 import { listTaggedProcesses, readProcStat } from '../../src/subprocess/proc.js';
 import type { SubprocessHandle, TerminalHandle } from '../../src/subprocess/types.js';
+import { lines, until } from './remote-waits.js';
 import { type Sshd, startSshd } from './sshd-fixture.js';
-
-// Bounded polls for facts (never a timed assertion: the bound only turns a hang into a failure).
-async function until<T>(what: string, probe: () => T | Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  let last = await probe();
-  for (let i = 0; i < 3000 && !ok(last); i++) {
-    await pause(10);
-    last = await probe();
-  }
-  if (!ok(last)) throw new Error(`${what} never happened; last: ${JSON.stringify(last)}`);
-  return last;
-}
 
 const codeOf = (err: unknown) => (err instanceof TetherError ? err.code : String(err));
 const grace = (ms: number) => ({ cwd: '/tmp', cleanupGraceMs: ms }) as const;
-
-// Lines of a numbered stream so far, and a wait for a line.
-function lines(stream: NodeJS.ReadableStream) {
-  let text = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    text += chunk;
-  });
-  return {
-    get text() {
-      return text;
-    },
-    until: (line: string) =>
-      until(
-        `line ${line}`,
-        () => text,
-        (t) => t.split('\n').includes(line),
-      ),
-  };
-}
 
 describe('ssh provider faults (X3)', () => {
   let sshd: Sshd;

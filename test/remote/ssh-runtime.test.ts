@@ -6,17 +6,8 @@ import type { SshProvider } from '../../src/remote/ssh-provider.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { until } from './remote-waits.js';
 import { type Sshd, startSshd } from './sshd-fixture.js';
-
-// Bounded polls (never a timed assertion: the bound only turns a hang into a failure).
-async function until<T>(what: string, probe: () => T, ok: (v: T) => boolean): Promise<T> {
-  for (let i = 0; i < 3000; i++) {
-    const v = probe();
-    if (ok(v)) return v;
-    await pause(10);
-  }
-  throw new Error(`${what} never happened`);
-}
 
 // X1: the services and tools above the provider do not change: the same calls, another host.
 describe('a runtime on the ssh provider (X1)', () => {

@@ -1,0 +1,35 @@
+import { setTimeout as pause } from 'node:timers/promises';
+
+/**
+ * A bounded poll for a fact (never a timed assertion: the bound only turns a hang into a
+ * failure): `probe` every 10 ms, at most 3,000 times, until `ok`.
+ */
+export async function until<T>(what: string, probe: () => T | Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  let last = await probe();
+  for (let i = 0; i < 3000 && !ok(last); i++) {
+    await pause(10);
+    last = await probe();
+  }
+  if (!ok(last)) throw new Error(`${what} never happened; last: ${JSON.stringify(last)}`);
+  return last;
+}
+
+/** The lines of a numbered stream so far, and a wait for one line. */
+export function lines(stream: NodeJS.ReadableStream) {
+  let text = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    text += chunk;
+  });
+  return {
+    get text() {
+      return text;
+    },
+    until: (line: string) =>
+      until(
+        `line ${line}`,
+        () => text,
+        (t) => t.split('\n').includes(line),
+      ),
+  };
+}
