@@ -5,7 +5,7 @@ import { TetherError } from '../errors.js';
 import { isSameLiveProcess, readIdentity } from '../subprocess/identity.js';
 import type { ProcessIdentity, SubprocessHandle, SubprocessProvider } from '../subprocess/types.js';
 import { enclaveArgs } from './bwrap-args.js';
-import type { Confinement } from './sandbox-options.js';
+import { type Confinement, identityOf } from './sandbox-options.js';
 import { namespacesRefused, type SandboxTools } from './sandbox-tools.js';
 
 /**
@@ -92,7 +92,7 @@ function bubblewrapArgv(
   const { writableRoots, uid, mode } = confinement.description;
   const mapped =
     mode === 'workspace-write' ? writableRoots : mode === 'read-only' ? [confinement.workspace] : [];
-  if (uid === (process.getuid?.() ?? 0) || mapped.length === 0) {
+  if (identityOf(confinement.description) === null || mapped.length === 0) {
     return [tools.bwrap, ...enclaveArgs(confinement, unreadable, new Map(), tools.enter)];
   }
   const owners = mapped.flatMap((root) => {

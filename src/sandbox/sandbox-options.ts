@@ -98,10 +98,25 @@ export function isWithin(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 }
 
+const runtimeUid = (): number => process.getuid?.() ?? 0;
+
 // A6: a sandbox never runs as the host's root; isolation alone keeps the runtime's uid.
 function sandboxUid(mode: SandboxOptions['mode']): number {
-  const own = process.getuid?.() ?? 0;
+  const own = runtimeUid();
   return mode !== 'off' && own === 0 ? SANDBOX_UID : own;
+}
+
+/**
+ * A6: the uid and gid a confinement's processes change to before they exec (the sandbox uid
+ * under a root runtime), or null when they keep the runtime's own.
+ *
+ * @example
+ * ```ts
+ * identityOf(confinement.description); // { uid: 65533, gid: 65533 } as root
+ * ```
+ */
+export function identityOf(d: SandboxDescription): { uid: number; gid: number } | null {
+  return d.uid === runtimeUid() ? null : { uid: d.uid, gid: d.uid };
 }
 
 function assertSandboxShape(sandbox: SandboxOptions, what: string): void {

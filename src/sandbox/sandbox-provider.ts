@@ -12,7 +12,7 @@ import type {
   TerminalSpawnSpec,
 } from '../subprocess/types.js';
 import { type Enclave, startEnclave } from './enclave.js';
-import { type Confinement, isWithin, syscallsOf } from './sandbox-options.js';
+import { type Confinement, identityOf, isWithin, syscallsOf } from './sandbox-options.js';
 import { findSandboxTools, type SandboxTools } from './sandbox-tools.js';
 import type { SandboxDescription } from './sandbox-types.js';
 
@@ -111,8 +111,7 @@ export function createSandboxProvider(
   const namespaces = sandboxed ? (['mnt', 'pid', 'ipc', 'net'] as const) : (['mnt', 'pid', 'ipc'] as const);
   // A6: what every process entering the enclave gives up (confine.h): every capability and new
   // privileges, the host's root (sandboxed, as root: SANDBOX_UID), the seccomp filter's calls.
-  const identity =
-    description.uid === (process.getuid?.() ?? 0) ? null : { uid: description.uid, gid: description.uid };
+  const identity = identityOf(description);
   const syscalls = syscallsOf(description);
   const joinOf = ({ holder }: Enclave): NamespaceJoin => ({
     holder,
