@@ -58,6 +58,13 @@ export interface RuntimeOptions {
   readonly cwd?: string;
   /** Default shell for `-c`; default `/bin/bash`. */
   readonly shell?: string;
+  /**
+   * S1: how many nice levels (0–19) below this process every local tree runs (`shell.run`,
+   * jobs; its session's autogroup gets the same nice). Default 10: when the trees take every
+   * CPU, the runtime's event loop — which carries their output, exits and kills — still runs
+   * first (issue 30.6). 0 runs them at the runtime's own priority. Terminals keep it.
+   */
+  readonly nice?: number;
   /** How the host env is cleaned for children (S3). */
   readonly env?: EnvPolicy;
   /**
@@ -119,6 +126,7 @@ export interface ResolvedOptions {
   readonly spillBudgetBytes: number;
   readonly cwd: string;
   readonly shell: string;
+  readonly nice: number;
   readonly env: EnvPolicy;
   readonly inspect: ((event: InspectionEvent) => void) | undefined;
   readonly tools: ToolRegistryOptions;
@@ -152,6 +160,7 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     spillBudgetBytes: limits.spillBudgetBytes ?? 1 << 30,
     cwd: options.cwd ?? process.cwd(),
     shell: options.shell ?? '/bin/bash',
+    nice: options.nice ?? 10,
     env: options.env ?? {},
     inspect: options.inspect,
     tools: options.tools ?? {},

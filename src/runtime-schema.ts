@@ -24,6 +24,7 @@ export const RUNTIME_OPTIONS_SCHEMA = {
     stateDir: path,
     cwd: path,
     shell: path,
+    nice: { type: 'integer', minimum: 0, maximum: 19 },
     env: {
       type: 'object',
       additionalProperties: false,
@@ -104,9 +105,14 @@ function explain(error: ErrorObject, options: unknown): string {
     .split('.')
     .reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], options);
   const params = error.params as Record<string, unknown>;
-  const integer = error.parentSchema as { type?: unknown; minimum?: unknown } | undefined;
-  if (integer?.type === 'integer' && ['type', 'minimum', 'maximum'].includes(error.keyword))
-    return `${field} must be an integer >= ${String(integer.minimum)}, got ${describe(got)}`;
+  const integer = error.parentSchema as { type?: unknown; minimum?: unknown; maximum?: unknown } | undefined;
+  if (integer?.type === 'integer' && ['type', 'minimum', 'maximum'].includes(error.keyword)) {
+    const range =
+      integer.maximum === Number.MAX_SAFE_INTEGER
+        ? `>= ${String(integer.minimum)}`
+        : `from ${String(integer.minimum)} to ${String(integer.maximum)}`;
+    return `${field} must be an integer ${range}, got ${describe(got)}`;
+  }
   switch (error.keyword) {
     case 'additionalProperties':
       return `unknown option '${field ? `${field}.` : ''}${String(params.additionalProperty)}'`;

@@ -197,7 +197,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   // The runtime owns every provider it was handed or made (S2, S5): dispose releases each.
   // P1: local children start from the small spawner process, not by forking this one.
   // K3: its FIFO directory is below the state dir, where recovery finds what a crash left.
-  const spawner = opts.provider ? null : startSpawner(undefined, boundary.spawnerDir);
+  // Issue 30.6: its children run `nice` levels below this process.
+  const spawner = opts.provider ? null : startSpawner(undefined, boundary.spawnerDir, opts.nice);
   let current: SubprocessProvider =
     opts.provider ?? createLocalProvider({ env: opts.env, containment: boundary.containment, spawner });
   const providers = new Set([current]);

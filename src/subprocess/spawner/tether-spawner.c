@@ -30,6 +30,13 @@
  * host's root for that unprivileged uid, then new privileges, and with filter 1 or 2 it runs
  * under the seccomp filter (seccomp-filter.h; 2 also refuses AF_UNIX sockets).
  * Other modes of this binary: `--enter` and `--confine` (enter-mode.h), `--idmap` (idmap-mode.h).
+ *
+ * Usage: `tether-spawner <fifo-dir> [nice]`. With nice N > 0 every child runs N levels nicer
+ * than this process, and its session's autogroup (the kernel's scheduling group of a session,
+ * new at its setsid) gets nice N: 64 floods then cannot starve the runtime's event loop, which
+ * carries their output, exits and kills (issue 30.6). An unprivileged runtime may get EAGAIN
+ * from the autogroup write (the kernel allows ten a second without CAP_SYS_ADMIN); the process
+ * nice still holds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,6 +49,7 @@
 #include <string.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -66,6 +74,7 @@ struct launch {
 static long long start_time(pid_t pid);
 static void close_enclave(struct launch *l, int pid_ns);
 static int own_pid_ns = -1;
+static int nice_level = 0; /* argv[2]: how much nicer than this process children run */
 
 #define CHILD_STACK (256 * 1024)
 
@@ -120,6 +129,19 @@ static int child(void *arg) {
   for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
   sigprocmask(SIG_SETMASK, &none, NULL);
   if (setsid() < 0) return child_fail(l, "setsid");
+  if (nice_level > 0) {
+    /* Best effort: a scheduling hint, never a reason not to run (see the usage above). */
+    errno = 0;
+    int now = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0) (void)setpriority(PRIO_PROCESS, 0, now + nice_level > 19 ? 19 : now + nice_level);
+    int fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      char level[4];
+      int n = snprintf(level, sizeof level, "%d", nice_level);
+      (void)!write(fd, level, (size_t)n);
+      close(fd);
+    }
+  }
   if (l->cgroup_procs != NULL) {
     /* K1: in the tree's cgroup before anything of the program runs ("0" is the writer). */
     int fd = open(l->cgroup_procs, O_WRONLY | O_CLOEXEC);
@@ -477,10 +499,17 @@ int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--idmap") == 0) return idmap_main(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "--confine") == 0) return confine_main(argc, argv);
   if (argc < 2) {
-    fprintf(stderr, "usage: tether-spawner <fifo-dir> (started by tether-runtime)\n");
+    fprintf(stderr, "usage: tether-spawner <fifo-dir> [nice] (started by tether-runtime)\n");
     return 2;
   }
   fifo_dir = argv[1];
+  if (argc >= 3) {
+    nice_level = atoi(argv[2]);
+    if (nice_level < 0 || nice_level > 19) {
+      fprintf(stderr, "tether-spawner: nice must be 0 to 19, got %s\n", argv[2]);
+      return 2;
+    }
+  }
   pid_t parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGKILL); /* the runtime's process died: so does its spawner */
   if (getppid() != parent) return 0;
