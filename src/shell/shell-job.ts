@@ -91,9 +91,13 @@ function track(
   // Fed (the provider read the pipes into its shared buffer and called `feed.write`): the
   // streams only say when they closed. Otherwise each stream is decoded from its 'data'.
   if (child.outputFed) feed.attach(streams);
+  const piped = [
+    [child.stdout, 1],
+    [child.stderr, 2],
+  ] as const;
   const closed = child.outputFed
     ? Promise.all(streams.map(closedOf)).then(() => feed.end())
-    : Promise.all(streams.map((s) => decodeInto(s, ctx, feed)));
+    : Promise.all(piped.map(([s, fd]) => (s === null ? undefined : feed.decodeFrom(s, fd))));
   // `deadline` owns the timeout timer (ends at exit); `stop` owns the other waits (end at done).
   const deadline = new AbortController();
   const stop = new AbortController();
@@ -153,9 +157,8 @@ function track(
   return { cancel, done };
 }
 
-// Streams decoded text into the job (each stream keeps its own split characters); resolves on
-// close. StringDecoder is what `setEncoding('utf8')` uses: 3–5× faster here than a streaming
-// TextDecoder (ICU), with the same U+FFFD for invalid bytes (issue 15). Chunks are decoded in
+// Output is decoded by StringDecoder, each stream on its own (StringDecoder is what `setEncoding('utf8')` uses: 3–5× faster here than a streaming
+// TextDecoder (ICU), with the same U+FFFD for invalid bytes (issue 15)). Chunks are decoded in
 // slices of at most DECODE_SLICE bytes: a string of 128 Ki characters or more is a V8
 // large-object allocation (fresh pages each time), measured here at 130–170 MB/s against
 // 5–8 GB/s for 32–96 KiB (a remote job's frames are 128 KiB; X1 throughput).
@@ -174,21 +177,45 @@ const BACKLOG_MAX_BYTES = 4 * 1_048_576;
 // What a resumed job is charged: one read of the spawner's shared buffer.
 const READ_BYTES = 65_536;
 
-/**
- * Decodes a job's output bytes into it as they are read (J5): all-ASCII reads of at least
- * ASCII_BYTES_MIN are copied as bytes into the job's retention (no string, no buffer allocated
- * per read: issue 30.6), the rest goes through one StringDecoder. `write` may be handed a
- * reader's reused buffer. A fed spawn reads stdout and stderr into the same feed, so both share
- * the decoder: a character one stream splits across two reads with the other stream's bytes
- * arriving in between decodes as U+FFFD (each stream's own decoder, on the 'data' path, would
- * join it; output written in whole characters, as line-buffered programs do, is exact).
- */
-class OutputDecoder {
-  readonly #ctx: JobRunContext;
+// One stream's text, with a decoder of its own: a character that stdout splits across two reads
+// joins up whatever stderr wrote in between. All-ASCII slices of at least ASCII_BYTES_MIN are
+// kept as bytes (`keep`): copied when `bytes` is a reader's reused buffer, else the chunk itself.
+class StreamText {
   readonly #decoder = new StringDecoder('utf8');
   // The decoder may hold the start of a character only if the last bytes it took ended in a
   // non-ASCII byte; until the next ASCII byte it must see everything.
   #held = false;
+
+  write(ctx: JobRunContext, bytes: Uint8Array, reused: boolean): void {
+    const keep = reused ? ctx.appendAsciiCopy : ctx.appendAscii;
+    for (let at = 0; at < bytes.length; at += DECODE_SLICE) {
+      const slice = bytes.length <= DECODE_SLICE ? bytes : bytes.subarray(at, at + DECODE_SLICE);
+      if (!this.#held && keep && slice.length >= ASCII_BYTES_MIN && isAscii(slice)) {
+        keep(slice as Buffer);
+        continue;
+      }
+      const text = this.#decoder.write(slice as Buffer);
+      this.#held = slice[slice.length - 1]! >= 0x80;
+      if (text.length > 0) ctx.append(text);
+    }
+  }
+
+  end(ctx: JobRunContext): void {
+    const rest = this.#decoder.end();
+    if (rest.length > 0) ctx.append(rest);
+  }
+}
+
+/**
+ * Decodes a job's output bytes into it as they are read (J5), each stream with its own decoder
+ * (StreamText). Fed (`write`, the spawn's `onOutput`): the provider read the pipes into its
+ * reused buffer, so all-ASCII reads are copied into recycled slabs (no string, no buffer
+ * allocated per read: issue 30.6), and the turn budget pauses the pipes past its share.
+ * Otherwise `decodeFrom` takes each stream's 'data' chunks.
+ */
+class OutputDecoder {
+  readonly #ctx: JobRunContext;
+  readonly #text = { 1: new StreamText(), 2: new StreamText() };
   #streams: readonly Readable[] = [];
   #paused = false;
   /** Bytes read so far (fed or from 'data'). */
@@ -205,19 +232,9 @@ class OutputDecoder {
     this.#streams = streams;
   }
 
-  readonly write = (bytes: Uint8Array): void => {
+  readonly write = (bytes: Uint8Array, fd: 1 | 2 = 1): void => {
     this.bytes += bytes.length;
-    const { appendAsciiCopy } = this.#ctx;
-    for (let at = 0; at < bytes.length; at += DECODE_SLICE) {
-      const slice = bytes.length <= DECODE_SLICE ? bytes : bytes.subarray(at, at + DECODE_SLICE);
-      if (!this.#held && appendAsciiCopy && slice.length >= ASCII_BYTES_MIN && isAscii(slice)) {
-        appendAsciiCopy(slice);
-        continue;
-      }
-      const text = this.#decoder.write(slice as Buffer);
-      this.#held = slice[slice.length - 1]! >= 0x80;
-      if (text.length > 0) this.#ctx.append(text);
-    }
+    this.#text[fd].write(this.#ctx, bytes, true);
     if (!feedBudget.spend(bytes.length) && !this.#paused && this.#streams.length > 0) {
       this.#paused = true;
       this.pauses++;
@@ -229,14 +246,30 @@ class OutputDecoder {
     }
   };
 
+  /** Decodes `stream` (the job's `fd`) from its 'data' events; resolves once it closed. */
+  decodeFrom(stream: Readable, fd: 1 | 2): Promise<void> {
+    return new Promise((resolve) => {
+      stream.on('data', (chunk: Buffer) => {
+        this.bytes += chunk.length;
+        this.#text[fd].write(this.#ctx, chunk, false);
+      });
+      stream.on('error', () => {});
+      stream.once('close', () => {
+        this.#text[fd].end(this.#ctx);
+        resolve();
+      });
+    });
+  }
+
   /** Whether its pipes wait for a later turn right now. */
   get paused(): boolean {
     return this.#paused;
   }
 
+  /** The fed streams closed: what a decoder still holds is U+FFFD. */
   end(): void {
-    const rest = this.#decoder.end();
-    if (rest.length > 0) this.#ctx.append(rest);
+    this.#text[1].end(this.#ctx);
+    this.#text[2].end(this.#ctx);
   }
 }
 
@@ -265,32 +298,4 @@ async function drainedWhileFlowing(
     const heldBack = feed.pauses !== pausesBefore || feed.paused;
     if (!heldBack || feed.bytes - atExit > BACKLOG_MAX_BYTES) return false;
   }
-}
-
-function decodeInto(stream: Readable, ctx: JobRunContext, counter: { bytes: number }): Promise<void> {
-  const decoder = new StringDecoder('utf8');
-  // The decoder may hold the start of a character only if the last bytes it took ended in a
-  // non-ASCII byte; until the next ASCII byte it must see everything.
-  let held = false;
-  return new Promise((resolve) => {
-    stream.on('data', (chunk: Buffer) => {
-      counter.bytes += chunk.length;
-      for (let at = 0; at < chunk.length; at += DECODE_SLICE) {
-        const slice = chunk.length <= DECODE_SLICE ? chunk : chunk.subarray(at, at + DECODE_SLICE);
-        if (!held && ctx.appendAscii && slice.length >= ASCII_BYTES_MIN && isAscii(slice)) {
-          ctx.appendAscii(slice);
-          continue;
-        }
-        const text = decoder.write(slice);
-        held = slice[slice.length - 1]! >= 0x80;
-        if (text.length > 0) ctx.append(text);
-      }
-    });
-    stream.on('error', () => {});
-    stream.once('close', () => {
-      const rest = decoder.end();
-      if (rest.length > 0) ctx.append(rest);
-      resolve();
-    });
-  });
 }

@@ -45,8 +45,11 @@ export interface SubprocessSpawnSpec {
   readonly onOutput?: OutputFeed;
 }
 
-/** Receives a child's output bytes as they are read; `bytes` is reused after the call returns. */
-export type OutputFeed = (bytes: Uint8Array) => void;
+/**
+ * Receives a child's output bytes as they are read, with the pipe they came from (1 stdout,
+ * 2 stderr: each stream decodes on its own); `bytes` is reused after the call returns.
+ */
+export type OutputFeed = (bytes: Uint8Array, fd: 1 | 2) => void;
 
 /**
  * The namespaces of a running process (an owner's enclave, A3/K5) that a child joins before it

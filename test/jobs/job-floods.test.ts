@@ -46,6 +46,18 @@ describe('job floods (issue 30.6)', () => {
     });
   });
 
+  it('J5: a character stdout splits across two reads stays whole when stderr writes in between (each stream decodes on its own)', async () => {
+    rt = await createRuntime({ spillDir: false });
+    const owner = rt.owners.host().token;
+    // é is c3 a9: its first byte, then stderr's line, then (a read later) its second byte.
+    const command = `printf '\\303'; sleep 0.2; echo err >&2; sleep 0.2; printf '\\251\\n'`;
+    const { id } = await rt.shell.background(owner, { command });
+    const { text } = await drain(owner, id, 65_536);
+    expect(text).not.toContain('\uFFFD');
+    expect(text).toContain('err\n');
+    expect(text.replace('err\n', '')).toBe('é\n');
+  });
+
   it('J5: a flood read at once after it ended is exact, line for line, across slabs and pages', async () => {
     rt = await createRuntime({ spillDir: false, limits: { jobRetentionChars: 8 * MiB } });
     const owner = rt.owners.host().token;

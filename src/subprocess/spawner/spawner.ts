@@ -276,7 +276,7 @@ export function startSpawner(binary = spawnerBinary(), fifoAt?: string, nice = 0
         options.onread = {
           buffer: sharedFeedBuffer(),
           callback: (n, buf) => {
-            feed(buf.subarray(0, n));
+            feed(buf.subarray(0, n), fd === 1 ? 1 : 2);
             return true;
           },
         };
