@@ -24,7 +24,6 @@ import {
 } from './job-record.js';
 import { StartsInFlight } from './job-starts.js';
 import { jobActorOf, startJobSystem } from './job-system.js';
-import { TurnSlices } from './job-turns.js';
 import type { JobHooks, JobInfo, JobService, JobServiceOptions, JobSpec } from './job-types.js';
 import { JobWaiters } from './job-waiters.js';
 
@@ -81,8 +80,8 @@ export function createJobService(options: JobServiceOptions): JobService {
 
   const records = new Map<string, JobRecord>();
   const starts = new StartsInFlight();
-  const turns = new TurnSlices(STARTS_PER_TURN);
-  const settleTurns = new TurnSlices(SETTLES_PER_TURN);
+  const turns = new TurnBudget(STARTS_PER_TURN);
+  const settleTurns = new TurnBudget(SETTLES_PER_TURN);
   const readBudget = new TurnBudget(READ_CHARS_PER_TURN);
   const waiters = new JobWaiters();
   const hub = new CompletionHub<JobInfo>((error, info) =>
@@ -101,7 +100,7 @@ export function createJobService(options: JobServiceOptions): JobService {
     {
       done: async (jobId) => {
         const exit = normalizeExit(await records.get(jobId)!.hooks.done);
-        await settleTurns.next();
+        await settleTurns.take();
         return exit;
       },
       cancel: (jobId) => {
@@ -200,7 +199,7 @@ export function createJobService(options: JobServiceOptions): JobService {
       const live = ownRecords(ownerKey).filter((r) => !isTerminal(r));
       if (live.length === 0) return;
       for (const record of live) {
-        await settleTurns.next();
+        await settleTurns.take();
         if (!isTerminal(record)) record.actor!.send({ type: 'CANCEL' }); // it may have ended meanwhile
       }
       await Promise.all(live.map((r) => r.settled));
@@ -229,7 +228,7 @@ export function createJobService(options: JobServiceOptions): JobService {
       checked();
       // Bad input fails in the caller's turn; a burst then goes on a slice per turn, and what
       // changed while a start waited (abort, a retired owner, dispose) is checked again.
-      await turns.next();
+      await turns.take();
       const ownerKey = checked();
       if (!system.getSnapshot().can({ type: 'RESERVE', ownerKey })) {
         throw new TetherError(

@@ -5,14 +5,20 @@
  * a reader that spends past the budget stops until the next turn (`later`), and the turn ends.
  * What waits goes on in call order, a slice per turn (as much as its costs fit, at least one).
  *
- * Written here for the reason `TurnSlices` is (src/jobs/job-turns.ts): no kept library bounds
- * work per turn, and Node 20 has no `scheduler.yield`. One `setImmediate` at most is armed, and
- * only while the turn's budget is in use or someone waits.
+ * The same budget, counted in calls, lets a burst through a slice per turn (`take`, P5): an
+ * orchestrator that starts hundreds of jobs in one synchronous loop would otherwise have every
+ * start's preparation run in that one turn.
+ *
+ * Written here because no kept library does it: p-limit and p-queue bound concurrency, not work
+ * per turn, and Node 20 has no `scheduler.yield`. One `setImmediate` at most is armed, and only
+ * while the turn's budget is in use or someone waits.
  *
  * @example
  * ```ts
  * const budget = new TurnBudget(1_048_576);
  * if (!budget.spend(bytes.length)) { socket.pause(); budget.later(() => socket.resume()); }
+ * const starts = new TurnBudget(16);
+ * await starts.take(); // at once for the first 16 calls of a turn, later for the rest
  * ```
  */
 export class TurnBudget {
@@ -58,6 +64,18 @@ export class TurnBudget {
     return new Promise((resolve) => this.later(resolve));
   }
 
+  /**
+   * Resolves in this turn while it has room for `cost` more and nobody waits (spending it),
+   * else in a later turn, in call order (`later`).
+   */
+  take(cost = 1): Promise<void> {
+    if (this.#waiting.length === 0 && this.#used + cost <= this.perTurn) {
+      this.spend(cost);
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.later(resolve, cost));
+  }
+
   // The immediate that ends a turn: its budget starts from zero and its waiters go on.
   #arm(): void {
     if (this.#armed) return;
@@ -74,7 +92,8 @@ export class TurnBudget {
       const going = this.#waiting.splice(0, go);
       this.#used = going.reduce((n, w) => n + w.cost, 0);
       for (const { resume } of going) resume();
-      if (this.#waiting.length > 0) this.#arm();
+      // Armed again while this turn's budget is in use, so the next turn starts from zero.
+      if (this.#waiting.length > 0 || this.#used > 0) this.#arm();
     });
   }
 }
