@@ -21,6 +21,7 @@ import { findSandboxTools, probeSandbox } from './sandbox/sandbox-tools.js';
 import { startShellJob } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellService } from './shell/shell-types.js';
+import { runtimeOrigin } from './subprocess/containment/container-labels.js';
 import type { ContainmentMode } from './subprocess/containment/containment-types.js';
 import type { RecoveredRuntime } from './subprocess/containment/reaper.js';
 import { openRuntimeBoundary } from './subprocess/containment/runtime-boundary.js';
@@ -217,6 +218,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       await terminals.drainOwner(owner);
       await jobs.drainOwner(owner);
     },
+    origin: runtimeOrigin(boundary.runtimeId), // X6: the labels of its containers
   });
   const terminals = createTerminalService({
     owners,
@@ -440,13 +442,15 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   };
 }
 
-// The placement fields of agent options, if any is set (X4, A3, K5).
+// The placement fields of agent options, if any is set (X4, X6, A3, K5).
 function placementOf(o: PlacementOptions | null | undefined): PlacementOptions | null {
   if (typeof o !== 'object' || o === null) return null;
-  const { provider, sandbox, isolation } = o;
-  if (provider === undefined && sandbox === undefined && isolation === undefined) return null;
+  const { provider, placement, sandbox, isolation } = o;
+  if (provider === undefined && placement === undefined && sandbox === undefined && isolation === undefined)
+    return null;
   return {
     ...(provider !== undefined ? { provider } : {}),
+    ...(placement !== undefined ? { placement } : {}),
     ...(sandbox !== undefined ? { sandbox } : {}),
     ...(isolation !== undefined ? { isolation } : {}),
   };

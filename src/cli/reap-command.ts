@@ -5,8 +5,9 @@ import { REAP_USAGE, UsageError } from './usage.js';
 
 /**
  * `tether reap [--state-dir <dir>] [--grace <ms>] [--json]` (K3): kills what dead runtimes of the
- * state directory left — trees, cgroups, spills — and says what it did. Exit 0 when everything
- * was verified dead (or there was nothing), 1 when a process could not be killed.
+ * state directory left — trees, cgroups, spills, the containers they placed owners in (X6) — and
+ * says what it did. Exit 0 when everything was verified dead (or there was nothing), 1 when a
+ * process could not be killed or a container could not be removed.
  *
  * @example
  * ```ts
@@ -33,7 +34,7 @@ export async function reapCommand(args: readonly string[]): Promise<number> {
   const reaped = await reapDeadRuntimes(stateDir, { graceMs });
   if (values.json) process.stdout.write(`${JSON.stringify({ stateDir, reaped }, null, 2)}\n`);
   else process.stdout.write(summary(stateDir, reaped));
-  return reaped.some((r) => r.escaped.length > 0) ? 1 : 0;
+  return reaped.some((r) => r.escaped.length > 0 || r.containers.some((c) => c.error !== null)) ? 1 : 0;
 }
 
 function parse(args: readonly string[]) {
@@ -67,6 +68,7 @@ export function summary(stateDir: string, reaped: readonly RecoveredRuntime[]): 
       `${plural(r.killed, 'process')} killed`,
       `${plural(r.spillFiles, 'spill file')} removed`,
       ...(r.cgroup !== null ? [`cgroup ${r.cgroup} removed`] : []),
+      ...containersOf(r, plural),
     ];
     const fate =
       r.escaped.length === 0
@@ -75,4 +77,12 @@ export function summary(stateDir: string, reaped: readonly RecoveredRuntime[]): 
     lines.push(`  runtime ${r.runtimeId} (pid ${r.pid}, ${r.containment}): ${parts.join(', ')}; ${fate}`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+// X6: the containers removed, and any the engine refused to remove (named with its error).
+function containersOf(r: RecoveredRuntime, plural: (n: number, word: string) => string): string[] {
+  if (r.containers.length === 0) return [];
+  const failed = r.containers.filter((c) => c.error !== null);
+  const removed = `${plural(r.containers.length - failed.length, 'container')} removed`;
+  return [removed, ...failed.map((c) => `CONTAINER ${c.name} NOT REMOVED (${c.engine}: ${c.error})`)];
 }

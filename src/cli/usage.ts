@@ -104,8 +104,10 @@ export const REAP_USAGE = `Usage: tether reap [options]
 Finds the runtimes recorded in the state directory whose process is dead (killed, crashed,
 OOM-killed without dispose) and kills everything they left to verified quiescence: their
 process trees (their cgroups, or every process carrying their marker and everything in those
-processes' sessions and groups or below them), their spill files, cgroups and spawner FIFOs. A
-runtime whose process still lives is never touched. Only a state directory and records of this
+processes' sessions and groups or below them), their spill files, cgroups and spawner FIFOs,
+and the containers they placed owners in (podman or docker on the PATH, found by the
+tether.runtime label and the runtime's pid and start time, removed with rm -f). A runtime whose
+process still lives is never touched. Only a state directory and records of this
 user that nobody else can write are believed, and only the cgroup and spill directory a record
 names for its own runtime (tether-<runtime id>) are removed: anything else is refused, and
 nothing is done.

@@ -1,10 +1,17 @@
+import { TetherError } from '../errors.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
+import {
+  assertContainerPlacement,
+  type PlacedContainer,
+  placeInContainer,
+} from '../remote/container-placement.js';
 import { assertProvider } from '../runtime-options.js';
 import { type Confinement, resolveConfinement } from '../sandbox/sandbox-options.js';
 import { createSandboxProvider, type SandboxProvider } from '../sandbox/sandbox-provider.js';
 import { findSandboxTools, type SandboxTools } from '../sandbox/sandbox-tools.js';
 import type { SandboxDescription } from '../sandbox/sandbox-types.js';
+import type { ContainerOrigin } from '../subprocess/containment/container-labels.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
 import type { PlacedProvider, PlacementOptions } from './placement-types.js';
 
@@ -24,7 +31,8 @@ export interface SandboxStats extends SandboxDescription {
 /**
  * X4 placement: which provider starts an owner's processes. An owner placed with its own
  * provider, sandbox or isolation gets a provider of its own (made on first use, ended with
- * the owner); every other owner shares the runtime's.
+ * the owner); one placed in a container (X6) gets that container, started when it is placed
+ * and removed when it ends; every other owner shares the runtime's.
  */
 export interface Placement {
   /**
@@ -36,10 +44,10 @@ export interface Placement {
   assign(owner: AgentOwnerToken, options: PlacementOptions): void;
   /** Validates placement options without placing anyone (what `agents.create` checks first). */
   check(options: PlacementOptions, what: string): void;
-  /** Ends the owner's enclave once its processes are gone (`settled` drains them first). */
+  /** Ends the owner's enclave or container once its processes are gone (`settled` drains them first). */
   drainOwner(owner: AgentOwnerToken): Promise<void>;
   stats(): SandboxStats;
-  /** Ends every enclave. Idempotent. */
+  /** Ends every enclave and removes every container. Idempotent. */
   dispose(): Promise<void>;
 }
 
@@ -56,12 +64,16 @@ export interface PlacementDeps {
   readonly adopt: (provider: SubprocessProvider) => void;
   /** Resolves once the owner's terminals and jobs are drained (D1 order: before its enclave ends). */
   readonly settled: (owner: AgentOwnerToken) => Promise<void>;
+  /** X6: the runtime's process, labelled on every container it starts (recovery finds them by it). */
+  readonly origin: Omit<ContainerOrigin, 'owner'>;
 }
 
 interface Placed {
   readonly provider: SubprocessProvider | undefined;
   readonly confinement: Confinement | null;
   confined: SandboxProvider | null;
+  /** X6: the owner's container (its provider is `provider`). */
+  readonly container: PlacedContainer | null;
 }
 
 const RUNTIME = Symbol('runtime');
@@ -94,10 +106,26 @@ export function createPlacement(deps: PlacementDeps): Placement {
   const entryFor = (key: string | typeof RUNTIME): Placed => {
     let entry = placed.get(key);
     if (entry === undefined) {
-      entry = { provider: undefined, confinement: runtimeConfinement, confined: null };
+      entry = { provider: undefined, confinement: runtimeConfinement, confined: null, container: null };
       placed.set(key, entry);
     }
     return entry;
+  };
+
+  // X6: a container is the owner's boundary; a sandbox or isolation (its own or the runtime's)
+  // confines local processes, and is never dropped silently: it must be turned off for it.
+  const checkContainer = (options: PlacementOptions, what: string) => {
+    assertContainerPlacement(options.placement, `${what}.placement`);
+    if (options.provider !== undefined)
+      throw new TetherError('INVALID_ARGUMENT', `${what}: pass provider or placement, not both`);
+    const sandbox = options.sandbox ?? deps.defaults.sandbox;
+    const isolation = options.isolation ?? deps.defaults.isolation;
+    if (resolveConfinement(sandbox, isolation, deps.cwd, `${what}.sandbox`) !== null) {
+      throw new TetherError(
+        'INVALID_ARGUMENT',
+        `${what}: a container placement runs the owner's processes in its container, which a sandbox or PID isolation cannot confine (sandbox ${sandbox?.mode ?? 'off'}, isolation ${isolation ?? 'none'}); pass sandbox: { mode: 'off' } and isolation: 'none' with it, and confine the container with its own run flags`,
+      );
+    }
   };
 
   return {
@@ -114,11 +142,19 @@ export function createPlacement(deps: PlacementDeps): Placement {
     },
     check(options, what) {
       if (options.provider !== undefined) assertProvider(options.provider, `${what}.provider`);
+      if (options.placement !== undefined) return checkContainer(options, what);
       if (resolve(options, `${what}.sandbox`) !== null) toolsNow();
     },
     assign(owner, options) {
       this.check(options, 'placement');
       const key = keyOf(owner);
+      if (options.placement !== undefined) {
+        const origin = { ...deps.origin, owner: deps.owners.keyOf(owner) };
+        const container = placeInContainer(options.placement, origin);
+        deps.adopt(container);
+        placed.set(key, { provider: container, confinement: null, confined: null, container });
+        return;
+      }
       const sandbox = options.sandbox ?? deps.defaults.sandbox;
       const isolation = options.isolation ?? deps.defaults.isolation;
       if (options.provider !== undefined) deps.adopt(options.provider);
@@ -126,6 +162,7 @@ export function createPlacement(deps: PlacementDeps): Placement {
         provider: options.provider,
         confinement: resolveConfinement(sandbox, isolation, deps.cwd),
         confined: null,
+        container: null,
       });
     },
     async drainOwner(owner) {
@@ -135,6 +172,7 @@ export function createPlacement(deps: PlacementDeps): Placement {
       await deps.settled(owner);
       placed.delete(key);
       await entry.confined?.dispose();
+      await entry.container?.dispose(); // X6: after its trees were verified dead
     },
     stats() {
       const d = runtimeConfinement?.description;
@@ -155,7 +193,12 @@ export function createPlacement(deps: PlacementDeps): Placement {
       disposing ??= (async () => {
         const all = [...placed.values()];
         placed.clear();
-        await Promise.allSettled(all.map((entry) => entry.confined?.dispose()));
+        await Promise.allSettled(
+          all.map(async (entry) => {
+            await entry.confined?.dispose();
+            await entry.container?.dispose();
+          }),
+        );
       })();
       return disposing;
     },

@@ -11,6 +11,8 @@ export interface ContainerProviderOptions extends ExecTransportOptions {
   readonly user?: string;
   /** The engine's executable, when not `engine` on the PATH. */
   readonly command?: string;
+  /** Global flags before `exec` (`['--runtime', 'runc']`, `['--url', …]`, docker's `['-H', …]`). */
+  readonly engineArgs?: readonly string[];
 }
 
 /**
@@ -24,7 +26,7 @@ export interface ContainerProviderOptions extends ExecTransportOptions {
  * ```
  */
 export function createContainerProvider(options: ContainerProviderOptions): ExecProvider {
-  const { engine = 'podman', container, user, command, ...transport } = options;
+  const { engine = 'podman', container, user, command, engineArgs = [], ...transport } = options;
   if (engine !== 'podman' && engine !== 'docker') {
     throw new TetherError(
       'INVALID_ARGUMENT',
@@ -39,7 +41,14 @@ export function createContainerProvider(options: ContainerProviderOptions): Exec
   }
   return createExecProvider({
     ...transport,
-    argv: [command ?? engine, 'exec', '-i', ...(user === undefined ? [] : ['--user', user]), container],
+    argv: [
+      command ?? engine,
+      ...engineArgs,
+      'exec',
+      '-i',
+      ...(user === undefined ? [] : ['--user', user]),
+      container,
+    ],
     label: `${engine}:${container}`,
   });
 }

@@ -4,6 +4,7 @@ import { readProcStat } from '../proc.js';
 import type { ProcessIdentity } from '../types.js';
 import { cgroupPids, isPopulated, killCgroup, removeCgroup } from './cgroup-fs.js';
 import { waitUnpopulated } from './cgroup-watch.js';
+import { listLabelledContainers, type RecoveredContainer, removeContainersOf } from './container-sweep.js';
 import type { ContainmentMode } from './containment-types.js';
 import { sweepDeadRuntime } from './dead-runtime-sweep.js';
 import {
@@ -37,6 +38,8 @@ export interface RecoveredRuntime {
   readonly cgroup: string | null;
   /** `proof` of the quiescence: the kernel's (`cgroup`) or the marker sweep's (`proc`). */
   readonly proof: 'cgroup' | 'proc';
+  /** X6: the containers it placed owners in, found by their labels and removed (`podman rm -f`). */
+  readonly containers: readonly RecoveredContainer[];
 }
 
 export interface ReapOptions {
@@ -51,7 +54,8 @@ export interface ReapOptions {
  * start time) and kills everything they left to verified quiescence (K3): their cgroups
  * (`cgroup.kill`, `populated 0`, removed), every process still carrying their marker prefix
  * and every process in a session or group of one of those or below one, their spill and spawner
- * directories; then their records go. What survives (or, in marker mode, what only looks like
+ * directories, and the containers they placed owners in (found by their `tether.runtime` label,
+ * X6); then their records go. What survives (or, in marker mode, what only looks like
  * an escapee of theirs) is in `escaped`, never called dead. A runtime whose process lives —
  * another process using the same state directory — is never touched. Two reapers never reap one
  * runtime twice (a record is claimed by an atomic rename; a dead reaper's claim is taken over).
@@ -74,6 +78,8 @@ export async function reapDeadRuntimes(stateDir: string, opts: ReapOptions): Pro
     // Every record is checked before the first is acted on: one bad record stops them all.
     .map((entry) => ({ entry, targets: entry.record && trustedTargets(entry.record, stateDir) }));
   const reaped: RecoveredRuntime[] = [];
+  // X6: one listing by label, and only when there is a dead runtime to reap.
+  const containers = orphans.length > 0 ? await listLabelledContainers() : [];
   for (const { entry, targets } of orphans) {
     const claim = claimRecord(entry.file, self);
     if (claim === null) continue; // another reaper was first
@@ -82,7 +88,8 @@ export async function reapDeadRuntimes(stateDir: string, opts: ReapOptions): Pro
       continue;
     }
     const sameBoot = !(entry.record.bootId && scope.bootId && entry.record.bootId !== scope.bootId);
-    reaped.push(await reapRuntime(entry.record, targets, sameBoot, opts));
+    const placed = await removeContainersOf(containers, entry.record);
+    reaped.push({ ...(await reapRuntime(entry.record, targets, sameBoot, opts)), containers: placed });
     rmSync(spawnerFifoDir(stateDir, entry.record.runtimeId), { recursive: true, force: true });
     removeRuntimeRecord(claim);
   }
@@ -113,7 +120,7 @@ async function reapRuntime(
   targets: TrustedTargets,
   sameBoot: boolean,
   opts: ReapOptions,
-): Promise<RecoveredRuntime> {
+): Promise<Omit<RecoveredRuntime, 'containers'>> {
   const deadline = opts.killDeadlineMs ?? 2000;
   let killed = 0;
   const escaped: number[] = [];
