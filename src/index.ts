@@ -62,6 +62,7 @@ export type {
   PolicyRule,
   SimpleCommand,
 } from './policy/policy-types.js';
+export type { ContainerPlacement } from './remote/container-placement.js';
 export {
   type ContainerProviderOptions,
   createContainerProvider,
@@ -100,6 +101,7 @@ export {
   type SandboxOptions,
 } from './sandbox/sandbox-types.js';
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
+export type { RecoveredContainer } from './subprocess/containment/container-sweep.js';
 export type { ContainmentMode } from './subprocess/containment/containment-types.js';
 export type { RecoveredRuntime } from './subprocess/containment/reaper.js';
 export { type EnvPolicy, type IdentitySnapshot, identityEnv } from './subprocess/env.js';
