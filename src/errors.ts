@@ -26,7 +26,8 @@ export type TetherErrorCode =
   | 'POLICY_DENIED'
   | 'SANDBOX_UNAVAILABLE'
   | 'PROVIDER_UNAVAILABLE'
-  | 'PROVIDER_LOST';
+  | 'PROVIDER_LOST'
+  | 'PERSIST_IN_USE';
 
 /**
  * The one error class Tether throws. `code` is stable; `message` says what to do.

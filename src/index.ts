@@ -46,6 +46,8 @@ export {
 } from './observe/fact-types.js';
 export type { OwnerIdentity, OwnerLease } from './owners/owner-registry.js';
 export type { AgentOwnerToken } from './owners/owner-token.js';
+export type { PersistOptions } from './persist/persist-options.js';
+export type { PersistedTree } from './persist/persisted-tree.js';
 export type { SandboxStats } from './placement/placement.js';
 export type { PlacementOptions } from './placement/placement-types.js';
 export { PolicyDeniedError } from './policy/policy-denied.js';
@@ -77,6 +79,7 @@ export type { RemoteProvider } from './remote/helper-provider.js';
 export { createKubernetesProvider, type KubernetesProviderOptions } from './remote/kubernetes-provider.js';
 export { createSshProvider, type SshProvider, type SshProviderOptions } from './remote/ssh-provider.js';
 export {
+  type AdoptedSession,
   createRuntime,
   type OwnerService,
   type ReloadOptions,

@@ -4,6 +4,7 @@ import { delimiter, join } from 'node:path';
 import type { InspectionEvent } from 'xstate';
 import { assertArgument, TetherError } from './errors.js';
 import type { LogOption } from './observe/fact-log.js';
+import { type PersistOptions, type ResolvedPersist, resolvePersist } from './persist/persist-options.js';
 import type { Policy } from './policy/policy-types.js';
 import { assertRuntimeOptions } from './runtime-schema.js';
 import type { IsolationMode, SandboxOptions } from './sandbox/sandbox-types.js';
@@ -54,6 +55,13 @@ export interface RuntimeOptions {
    * Every runtime started with it reaps the dead runtimes recorded there (`rt.recovered`).
    */
   readonly stateDir?: string;
+  /**
+   * K6: run this runtime's processes under a local helper daemon named `name` (per user, below
+   * `stateDir`), so they outlive this process: a runtime started later with the same name lists
+   * them (`rt.resumable()`) and adopts them; what nobody adopts within `lingerMs` (default
+   * 300,000) is killed. A second live runtime of the name is PERSIST_IN_USE. docs/persist.md.
+   */
+  readonly persist?: PersistOptions;
   /** Default cwd for commands; default `process.cwd()`. */
   readonly cwd?: string;
   /** Default shell for `-c`; default `/bin/bash`. */
@@ -123,6 +131,7 @@ export interface ResolvedOptions {
   readonly spillDurable: boolean;
   readonly containment: 'auto' | 'cgroup' | 'marker';
   readonly stateDir: string;
+  readonly persist: ResolvedPersist | undefined;
   readonly spillBudgetBytes: number;
   readonly cwd: string;
   readonly shell: string;
@@ -157,6 +166,7 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
     spillDurable: options.spill?.durable ?? false,
     containment: options.containment ?? 'auto',
     stateDir: options.stateDir ?? defaultStateDir(),
+    persist: options.persist === undefined ? undefined : resolvePersist(options.persist),
     spillBudgetBytes: limits.spillBudgetBytes ?? 1 << 30,
     cwd: options.cwd ?? process.cwd(),
     shell: options.shell ?? '/bin/bash',
@@ -207,6 +217,11 @@ export function resolveOptions(options: RuntimeOptions = {}): ResolvedOptions {
       `${key} must be a non-empty string`,
     );
   }
+  assertArgument(
+    resolved.persist === undefined ||
+      (resolved.provider === undefined && resolved.sandbox === undefined && resolved.isolation === undefined),
+    'createRuntime options: persist runs every process under its own local helper; it cannot be combined with provider, sandbox or isolation (yet)',
+  );
   if (resolved.provider !== undefined) assertProvider(resolved.provider, 'provider');
   // A provider of its own (ssh, a container) has its own filesystem: only local paths are checked.
   else assertLocalPlaces(resolved.cwd, resolved.shell);

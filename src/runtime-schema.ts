@@ -22,6 +22,12 @@ export const RUNTIME_OPTIONS_SCHEMA = {
     spill: { type: 'object', additionalProperties: false, properties: { durable: { type: 'boolean' } } },
     containment: { enum: ['cgroup', 'marker'] },
     stateDir: path,
+    persist: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['name'],
+      properties: { name: { type: 'string', minLength: 1 }, lingerMs: count(1) },
+    },
     cwd: path,
     shell: path,
     nice: { type: 'integer', minimum: 0, maximum: 19 },

@@ -1,24 +1,29 @@
 import { setMaxListeners } from 'node:events';
 import { createAgentService } from './agents/agent-service.js';
-import type { AgentService, AgentServiceStats } from './agents/agent-types.js';
+import type { Agent, AgentOptions, AgentService, AgentServiceStats } from './agents/agent-types.js';
 import { assertArgument, TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
-import type { JobService, JobServiceStats } from './jobs/job-types.js';
+import type { JobInfo, JobService, JobServiceStats } from './jobs/job-types.js';
 import { openFactLog } from './observe/fact-log.js';
 import { createFactStream } from './observe/fact-stream.js';
 import type { Fact, ObserveOptions } from './observe/fact-types.js';
 import { recoveryFact } from './observe/recovery-fact.js';
+import { verdictFact } from './observe/verdict-fact.js';
 import { createSpillPool } from './output/spill.js';
 import { createSpillRetention } from './output/spill-retention.js';
 import { identifiedJobSpec, ownerEnv, requestOwner, withIdentity, withOwner } from './owner-env.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
+import type { AgentOwnerToken } from './owners/owner-token.js';
+import { createPersistence, type Persistence } from './persist/persist-adopt.js';
+import { helperGone, openPersistHelper, type PersistHelper } from './persist/persist-helper.js';
+import type { PersistedTree } from './persist/persisted-tree.js';
 import { createPlacement, type SandboxStats } from './placement/placement.js';
 import type { PlacementOptions } from './placement/placement-types.js';
 import { assertPolicy, createPolicyGate } from './policy/policy-gate.js';
 import { assertProvider, type RuntimeOptions, resolveOptions } from './runtime-options.js';
 import { resolveConfinement } from './sandbox/sandbox-options.js';
 import { findSandboxTools, probeSandbox } from './sandbox/sandbox-tools.js';
-import { startShellJob } from './shell/shell-job.js';
+import { adoptedShellJobSpec, startShellJob } from './shell/shell-job.js';
 import { runShell, type ShellDeps } from './shell/shell-service.js';
 import type { ShellService } from './shell/shell-types.js';
 import { runtimeOrigin } from './subprocess/containment/container-labels.js';
@@ -32,7 +37,7 @@ import { startSpawner } from './subprocess/spawner/spawner.js';
 import type { SubprocessProvider } from './subprocess/types.js';
 import { createPersistentBash, type PersistentBash } from './terminals/persistent-bash.js';
 import { createTerminalService } from './terminals/terminal-service.js';
-import type { TerminalService, TerminalServiceStats } from './terminals/terminal-types.js';
+import type { TerminalInfo, TerminalService, TerminalServiceStats } from './terminals/terminal-types.js';
 import { bindTools, createToolRegistry } from './tools/tool-registry.js';
 import type { ToolRegistry } from './tools/tool-types.js';
 
@@ -91,18 +96,51 @@ export interface RuntimeStats {
   readonly sandbox: SandboxStats;
 }
 
+/** What `agents.create({ adopt: true })` took over (K6). */
+export interface AdoptedSession {
+  readonly jobs: readonly JobInfo[];
+  readonly terminals: readonly TerminalInfo[];
+}
+
 /** The composition root's product (SPEC section 9). */
 export interface Runtime {
   readonly shell: ShellService;
-  readonly jobs: JobService;
-  readonly terminals: TerminalService;
+  readonly jobs: JobService & {
+    /**
+     * K6: takes over job `id` that a previous runtime of this persisted name left running (or
+     * that ended since): it keeps its id, `read` goes on from any cursor at or after its
+     * `rt.resumable()` cursor, its exit is reported once. JOB_NOT_FOUND when no such job waits.
+     */
+    adopt(owner: AgentOwnerToken, id: string): Promise<JobInfo>;
+  };
+  readonly terminals: TerminalService & {
+    /**
+     * K6: takes over terminal `id` a previous runtime of this persisted name left open; the output
+     * the helper kept is replayed into it, so `screen()` shows what the terminal shows.
+     */
+    adopt(owner: AgentOwnerToken, id: string): Promise<TerminalInfo>;
+  };
+  /**
+   * K6: the jobs and terminals a previous runtime of this `persist.name` left with the helper and
+   * nobody adopted yet (empty without `persist`). Unadopted ones die `lingerMs` after it ended.
+   */
+  resumable(): Promise<PersistedTree[]>;
   /** One hidden terminal per owner behind a one-shot-like call (SPEC section 8). */
   readonly persistentBash: PersistentBash;
   /** The model tools (SPEC section 8); `agent.tools` binds them to an agent's owner (O3). */
   readonly tools: ToolRegistry;
   readonly owners: OwnerService;
   /** Agents with completion routing and wake budgets (SPEC section 6). */
-  readonly agents: Pick<AgentService, 'create' | 'stats'>;
+  readonly agents: Pick<AgentService, 'stats'> & {
+    /**
+     * An agent (SPEC section 6). K6: with `adopt: true`, the jobs and terminals a previous
+     * runtime's agent of the same `sessionId` left are adopted by this one; `agent.adopted`
+     * resolves with them.
+     */
+    create(
+      options: AgentOptions & { readonly adopt?: boolean },
+    ): Agent & { readonly adopted?: Promise<AdoptedSession> };
+  };
   /**
    * S5, hot reload while the runtime lives: new one-shot commands, background jobs and
    * terminals spawn through the new provider (processes already running stay with the one that
@@ -165,13 +203,28 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   });
   const facts = createFactStream(opts.inspect ? { userInspect: opts.inspect } : {});
   let log: Awaited<ReturnType<typeof openFactLog>> | null = null;
+  // K6: a persisted runtime's processes run under its local helper daemon (PERSIST_IN_USE here).
+  let persisted: PersistHelper | null = null;
   try {
     if (opts.log !== undefined) log = await openFactLog(facts, opts.log);
+    if (opts.persist !== undefined) {
+      persisted = await openPersistHelper({
+        ...opts.persist,
+        stateDir: opts.stateDir,
+        env: opts.env,
+        ...(opts.env.identityPrefix === undefined ? {} : { identityPrefix: opts.env.identityPrefix }),
+        keepBytes: { job: opts.jobRetentionChars, terminal: opts.terminalRetentionChars },
+        exclusive: true,
+        onLingered: (actor, verdict) => facts.emit(verdictFact(actor, verdict)), // V1
+      });
+    }
   } catch (err) {
+    await log?.close();
     await boundary.close(); // a runtime that failed to start leaves no cgroup or record behind
     throw err;
   }
-  const containment = opts.provider ? 'provider' : boundary.containment.mode;
+  const given = opts.provider ?? persisted?.provider;
+  const containment = given ? 'provider' : boundary.containment.mode;
   facts.emit({ type: 'runtime.started', pid: process.pid, containment });
   if (boundary.recovered.length > 0) facts.emit(recoveryFact(boundary.recovered));
   const spillRoot = opts.spillDir;
@@ -199,9 +252,9 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   // P1: local children start from the small spawner process, not by forking this one.
   // K3: its FIFO directory is below the state dir, where recovery finds what a crash left.
   // Issue 30.6: its children run `nice` levels below this process.
-  const spawner = opts.provider ? null : startSpawner(undefined, boundary.spawnerDir, opts.nice);
+  const spawner = given ? null : startSpawner(undefined, boundary.spawnerDir, opts.nice);
   let current: SubprocessProvider =
-    opts.provider ?? createLocalProvider({ env: opts.env, containment: boundary.containment, spawner });
+    given ?? createLocalProvider({ env: opts.env, containment: boundary.containment, spawner });
   const providers = new Set([current]);
   // X4: a provider per owner; sandboxed and isolated owners get an enclave of their own (A3, K5).
   const placement = createPlacement({
@@ -321,11 +374,43 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     tools: (owner) => bindTools(tools, owner),
     inspect: facts.inspect,
   });
+  // K6: what a previous runtime of this name left, and taking it over.
+  const persistence: Persistence | null =
+    persisted &&
+    createPersistence({
+      helper: persisted,
+      jobs,
+      openAdopted: terminals.openAdopted,
+      jobSpec: (label, handle) => adoptedShellJobSpec(shellDeps, label, handle),
+      cleanupGraceMs: opts.cleanupGraceMs,
+      facts,
+    });
+  const survivors = (await persistence?.resumable().catch(() => [])) ?? [];
+  if (persisted && survivors.length > 0) {
+    const count = (kind: string) => survivors.filter((t) => t.kind === kind).length;
+    facts.emit({
+      type: 'persist.resumed',
+      name: opts.persist!.name,
+      jobs: count('job'),
+      terminals: count('terminal'),
+    });
+  }
+  const persistent = (what: string): Persistence => {
+    if (persistence !== null) return persistence;
+    throw new TetherError(
+      what === 'job' ? 'JOB_NOT_FOUND' : 'TERMINAL_NOT_FOUND',
+      `this runtime was created without persist: no ${what} of an earlier runtime can be adopted`,
+    );
+  };
 
   return {
     shell,
-    jobs,
-    terminals,
+    jobs: { ...jobs, adopt: (owner, id) => track(() => persistent('job').adoptJob(owner, id)) },
+    terminals: {
+      ...terminals,
+      adopt: (owner, id) => track(() => persistent('terminal').adoptTerminal(owner, id)),
+    },
+    resumable: () => track(async () => (await persistence?.resumable()) ?? []),
     persistentBash,
     tools,
     owners: {
@@ -344,6 +429,11 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       // X4/A3/K5: where the agent's processes run; A1: its own policy replaces the runtime's.
       create(o) {
         if (o?.policy !== undefined) assertPolicy(o.policy, 'agents.create({ policy })');
+        const adopt = o?.adopt;
+        assertArgument(
+          adopt === undefined || typeof adopt === 'boolean',
+          `agents.create({ adopt }) must be true or false, got ${String(adopt)}`,
+        );
         const placed = placementOf(o);
         if (placed) placement.check(placed, 'agent options');
         const agent = agents.create(o);
@@ -358,7 +448,11 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
             agentId: agent.id,
           },
         });
-        return agent;
+        if (adopt !== true) return agent;
+        // K6: the trees of this session's agent in the previous runtime become this one's.
+        const adopted = track(() => persistent('job').adoptSession(agent.owner, agent.sessionId));
+        adopted.catch(() => {}); // the caller's to await; never an unhandled rejection
+        return Object.defineProperty(agent, 'adopted', { value: adopted, enumerable: false });
       },
       stats: () => agents.stats(),
     },
@@ -428,6 +522,12 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
               code: 'TETHER_PROVIDER',
             });
           }
+        }
+        // K6: the helper ends once its trees were killed and this runtime left, its directory with it.
+        if (persisted !== null && !(await helperGone(persisted, 5_000))) {
+          process.emitWarning(`tether: the persist helper in ${persisted.dir} did not end within 5 s`, {
+            code: 'TETHER_PROVIDER',
+          });
         }
         await spawner?.dispose(); // after every tree it started was killed and reported
         await spillPool?.destroy();

@@ -153,10 +153,14 @@ export function createJobService(options: JobServiceOptions): JobService {
   };
 
   // C3/J1: preflight, then run(), then register; a failed run() leaves nothing behind.
-  const register = async (ownerKey: string, spec: JobSpec): Promise<JobRecord> => {
-    let id = newJobId();
+  const register = async (
+    ownerKey: string,
+    spec: JobSpec,
+    resume?: { readonly id: string; readonly outputStart: number },
+  ): Promise<JobRecord> => {
+    let id = resume?.id ?? newJobId();
     while (records.has(id)) id = newJobId();
-    const output = new RetainedOutput(spec.outputCap ?? retention);
+    const output = new RetainedOutput(spec.outputCap ?? retention, resume?.outputStart ?? 0);
     let hooks: JobHooks | undefined;
     try {
       hooks = await spec.run({
@@ -230,6 +234,8 @@ export function createJobService(options: JobServiceOptions): JobService {
       // changed while a start waited (abort, a retired owner, dispose) is checked again.
       await turns.take();
       const ownerKey = checked();
+      if (opts.resume !== undefined && records.has(opts.resume.id))
+        throw new TetherError('JOB_FORBIDDEN', `job '${opts.resume.id}' is already in this runtime`);
       if (!system.getSnapshot().can({ type: 'RESERVE', ownerKey })) {
         throw new TetherError(
           'JOB_LIMIT',
@@ -237,7 +243,7 @@ export function createJobService(options: JobServiceOptions): JobService {
         );
       }
       system.send({ type: 'RESERVE', ownerKey });
-      return infoOf(await starts.track(ownerKey, register(ownerKey, spec)));
+      return infoOf(await starts.track(ownerKey, register(ownerKey, spec, opts.resume)));
     },
 
     async read(owner, jobId, cursor, maxChars = DEFAULT_READ_CHARS) {

@@ -129,7 +129,15 @@ export interface JobServiceStats {
  * ```
  */
 export interface JobService {
-  start(owner: AgentOwnerToken, spec: JobSpec, opts?: { signal?: AbortSignal }): Promise<JobInfo>;
+  /**
+   * `opts.resume` (K6): the job is one a previous runtime started, taken over under its own `id`;
+   * its output goes on from character `outputStart` (reads of earlier cursors say `dropped`).
+   */
+  start(
+    owner: AgentOwnerToken,
+    spec: JobSpec,
+    opts?: { signal?: AbortSignal; resume?: { readonly id: string; readonly outputStart: number } },
+  ): Promise<JobInfo>;
   read(owner: AgentOwnerToken, jobId: string, cursor: number, maxChars?: number): Promise<JobPage>;
   list(owner: AgentOwnerToken): Promise<JobInfo[]>;
   wait(owner: AgentOwnerToken, jobId: string, timeoutMs: number): Promise<boolean>;

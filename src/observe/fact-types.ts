@@ -103,6 +103,19 @@ export type FactBody =
       readonly status?: string;
     }
   | {
+      readonly type: 'persist.resumed';
+      readonly name: string;
+      readonly jobs: number;
+      readonly terminals: number;
+    }
+  | {
+      readonly type: 'job.adopted';
+      readonly actor: string;
+      readonly previousOwner: string;
+      readonly cursor: number;
+    }
+  | { readonly type: 'terminal.adopted'; readonly actor: string; readonly previousOwner: string }
+  | {
       readonly type: 'log.dropped';
       readonly dropped: number;
       readonly firstSeq: number;

@@ -53,8 +53,11 @@ export class RetainedOutput {
   #slabs: { readonly buf: Buffer; end: number }[] = [];
   #slabUsed = 0;
 
-  constructor(cap: number) {
+  /** `start`: the offset of the first character (K6: an adopted job's output goes on from there). */
+  constructor(cap: number, start = 0) {
     this.cap = cap;
+    this.#start = start;
+    this.#end = start;
   }
 
   /** Absolute offset one past the last character ever appended. */

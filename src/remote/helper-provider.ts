@@ -2,7 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { TetherError } from '../errors.js';
 import { type EnvPolicy, sanitizeEnv } from '../subprocess/env.js';
 import { newTreeId } from '../subprocess/marker.js';
-import type { SubprocessProvider, SubprocessSpawnSpec, TerminalSpawnSpec } from '../subprocess/types.js';
+import type {
+  SubprocessHandle,
+  SubprocessProvider,
+  SubprocessSpawnSpec,
+  TerminalHandle,
+  TerminalSpawnSpec,
+} from '../subprocess/types.js';
 import { createHelperChannel, type Heartbeat, type HelperChannel, lostError } from './helper-channel.js';
 import type { HelperLink } from './helper-link.js';
 import type { RemoteHost, RemoteTree } from './remote-host.js';
@@ -42,6 +48,47 @@ export interface HelperProviderConfig {
   readonly env?: EnvPolicy;
   /** The helper-level keepalive, for transports without their own. */
   readonly heartbeat?: Heartbeat;
+  /** More fields of every `hello` (K6: the runtime's claim on a persisted helper). */
+  readonly hello?: Readonly<Record<string, unknown>>;
+  /** The id of each new tree (its `TETHER_TREE` marker); default {@link newTreeId}. */
+  readonly treeId?: () => string;
+  /** What the helper says of no tree of this client (K6: `lingered`, a tree killed unadopted). */
+  onEvent?(message: Record<string, unknown>): void;
+  /** More fields of each `spawn` (K6: the tree's tag, bytes kept for a successor, one stream). */
+  spawnFields?(spec: SubprocessSpawnSpec | TerminalSpawnSpec): Record<string, unknown>;
+}
+
+/**
+ * A {@link RemoteProvider} that also takes over trees its helper kept from an earlier client
+ * (K6): `adoptProcess`/`adoptTerminal` attach to tree `treeId` and replay its output from
+ * `cursors` (bytes per stream, at or after what the helper still holds); `request` asks the
+ * helper anything else (`list`, `end`).
+ */
+export interface HelperProvider extends RemoteProvider {
+  request(message: Record<string, unknown>): Promise<Record<string, unknown>>;
+  adoptProcess(tree: AdoptedTree, spec: SubprocessSpawnSpec): Promise<Adopted<SubprocessHandle>>;
+  adoptTerminal(tree: AdoptedTree, spec: TerminalSpawnSpec): Promise<Adopted<TerminalHandle>>;
+  /** Gives an adopted tree back to the helper (its handle hears no more), as if never adopted. */
+  detach(treeId: string): Promise<void>;
+}
+
+/** A tree the helper holds, as its `list` names it: what an adopt needs. */
+export interface AdoptedTree {
+  readonly treeId: string;
+  readonly pid: number;
+  readonly start: number | null;
+  readonly tty: string | null;
+  /** Bytes per stream to resume from (the helper's oldest kept byte, or later). */
+  readonly cursors: Readonly<Record<string, number>>;
+  /** Bytes per stream the helper had read when it was listed: the replay reaches at least these. */
+  readonly ends: Readonly<Record<string, number>>;
+}
+
+/** An adopted tree's handle, and when its replay reached the ends it was listed with. */
+export interface Adopted<H> {
+  readonly handle: H;
+  /** Resolves once every byte up to `AdoptedTree.ends` was handed on (or the tree ended). */
+  readonly caughtUp: Promise<void>;
 }
 
 interface Session {
@@ -64,7 +111,7 @@ interface Session {
  *   lingerMs: 300_000, reconnectAttempts: 3, reconnectDelayMs: 1000, boundMs: 5000 });
  * ```
  */
-export function createHelperProvider(options: HelperProviderConfig): RemoteProvider {
+export function createHelperProvider(options: HelperProviderConfig): HelperProvider {
   const { label, kind } = options;
   const trees = new Map<number, RemoteTree>();
   // Trees whose helper died or whose host was lost: killed by marker once the host answers again.
@@ -93,7 +140,11 @@ export function createHelperProvider(options: HelperProviderConfig): RemoteProvi
       label,
       {
         data: (n, stream, offset, bytes) => trees.get(n)?.data(stream, offset, bytes),
-        event: (message) => trees.get(message.n as number)?.event(message),
+        event: (message) => {
+          const tree = typeof message.n === 'number' ? trees.get(message.n) : undefined;
+          if (tree !== undefined) tree.event(message);
+          else if (message.n === undefined) options.onEvent?.(message);
+        },
       },
       options.heartbeat,
     );
@@ -109,7 +160,7 @@ export function createHelperProvider(options: HelperProviderConfig): RemoteProvi
 
   // Hello, re-attach or orphan each tree, kill the orphans; the session once all of it is done.
   const greet = async (helper: HelperChannel): Promise<Session> => {
-    const hello = await helper.request({ op: 'hello', lingerMs: options.lingerMs });
+    const hello = await helper.request({ ...options.hello, op: 'hello', lingerMs: options.lingerMs });
     const next: Session = {
       helper,
       instance: hello.instance as string,
@@ -218,12 +269,13 @@ export function createHelperProvider(options: HelperProviderConfig): RemoteProvi
     if (spec.signal?.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
     const current = await ready();
     const n = ++nextN;
-    const treeId = newTreeId();
+    const treeId = (options.treeId ?? newTreeId)();
     const env = sanitizeEnv(current.env, options.env, spec.env);
     const remote = make(n, treeId);
     trees.set(n, remote.tree);
+    const extra = options.spawnFields?.(spec);
     const reply = await current.helper
-      .request({ op: 'spawn', n, tree: treeId, argv: spec.argv, cwd: spec.cwd, env, ...fields })
+      .request({ op: 'spawn', n, tree: treeId, argv: spec.argv, cwd: spec.cwd, env, ...fields, ...extra })
       .catch((err: unknown) => {
         trees.delete(n);
         throw err;
@@ -231,9 +283,44 @@ export function createHelperProvider(options: HelperProviderConfig): RemoteProvi
     return { remote, reply };
   };
 
+  // K6: a tree an earlier client left with the helper, routed before the attach replays it.
+  const adopt = async <R extends { readonly tree: RemoteTree }>(
+    tree: AdoptedTree,
+    make: (n: number) => R,
+  ): Promise<{ remote: R; reply: Record<string, unknown> }> => {
+    const current = await ready();
+    const n = ++nextN;
+    const remote = make(n);
+    trees.set(n, remote.tree);
+    await current.helper
+      .request({ op: 'attach', n, tree: tree.treeId, cursors: tree.cursors })
+      .catch((err: unknown) => {
+        trees.delete(n);
+        throw err;
+      });
+    return { remote, reply: { pid: tree.pid, start: tree.start, tty: tree.tty } };
+  };
+
   return {
     name: options.name,
     label,
+    request: host.request,
+    async adoptProcess(tree, spec) {
+      const { remote, reply } = await adopt(tree, (n) =>
+        remoteProcess(host, n, tree.treeId, spec, tree.cursors),
+      );
+      return { handle: remote.started(reply), caughtUp: remote.reached(tree.ends) };
+    },
+    async detach(treeId) {
+      for (const [n, tree] of trees) if (tree.treeId === treeId) trees.delete(n);
+      await host.request({ op: 'detach', tree: treeId });
+    },
+    async adoptTerminal(tree, spec) {
+      const { remote, reply } = await adopt(tree, (n) =>
+        remoteTerminal(host, n, tree.treeId, spec, tree.cursors),
+      );
+      return { handle: remote.started(reply), caughtUp: remote.reached(tree.ends) };
+    },
     get provesInput() {
       return provesInput;
     },

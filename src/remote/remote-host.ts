@@ -44,9 +44,13 @@ export interface RemoteTree {
  * const fresh = cursor.accept(offset, bytes); // null when all of it was seen before
  * ```
  */
-export function createCursor(ack: (offset: number) => void) {
-  let received = 0;
-  let acked = 0;
+export function createCursor(ack: (offset: number) => void, from = 0) {
+  // `from`: an adopted tree's output resumes there (K6), not at its first byte.
+  let received = from;
+  let acked = from;
+  // Who waits for `received` to reach an offset (K6: an adopted tree's replay), until the end.
+  let waiting: { readonly offset: number; readonly resolve: () => void }[] = [];
+  let over = false;
   return {
     get received() {
       return received;
@@ -56,7 +60,22 @@ export function createCursor(ack: (offset: number) => void) {
       if (end <= received || offset > received) return null;
       const fresh = bytes.subarray(received - offset);
       received = end;
+      if (waiting.length > 0) {
+        for (const w of waiting) if (w.offset <= received) w.resolve();
+        waiting = waiting.filter((w) => w.offset > received);
+      }
       return fresh;
+    },
+    /** Resolves once `offset` bytes were received, or the stream ended first. */
+    until(offset: number): Promise<void> {
+      if (over || received >= offset) return Promise.resolve();
+      return new Promise((resolve) => waiting.push({ offset, resolve }));
+    },
+    /** Nothing more comes (the stream ended, the tree was lost): every `until` resolves. */
+    end(): void {
+      over = true;
+      for (const w of waiting) w.resolve();
+      waiting = [];
     },
     /**
      * Acknowledges everything received, in steps of 256 KiB so acks stay few: the helper stops

@@ -18,7 +18,13 @@ import { createCursor, identityOf, type RemoteHost, type RemoteTree, remoteTreeK
  * register(tree); await host.request({ op: 'spawn', n: 7, ... }); started(handle, reply);
  * ```
  */
-export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec: SubprocessSpawnSpec) {
+export function remoteProcess(
+  host: RemoteHost,
+  n: number,
+  treeId: string,
+  spec: SubprocessSpawnSpec,
+  from: Readonly<Record<string, number>> = {},
+) {
   let resolveExit!: (exit: SubprocessExit) => void;
   const exited = new Promise<SubprocessExit>((resolve) => {
     resolveExit = resolve;
@@ -33,7 +39,10 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
     [2, spec.stdio.stderr],
   ] as const) {
     if (disposition === 'ignore') continue;
-    const cursor = createCursor((offset) => host.notify({ op: 'ack', n, stream: sid, offset }));
+    const cursor = createCursor(
+      (offset) => host.notify({ op: 'ack', n, stream: sid, offset }),
+      from[sid] ?? 0,
+    );
     // 'inherit': the remote output goes to this process's own stdout/stderr.
     const readable = disposition === 'pipe' ? new Readable({ read: () => cursor.consumed() }) : null;
     outputs.set(sid, { readable, cursor });
@@ -62,6 +71,7 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
   const endStream = (sid: number) => {
     if (ended.has(sid)) return;
     ended.add(sid);
+    outputs.get(sid)?.cursor.end();
     outputs.get(sid)?.readable?.push(null);
     finishIfDone();
   };
@@ -135,5 +145,8 @@ export function remoteProcess(host: RemoteHost, n: number, treeId: string, spec:
     }
     return handle;
   };
-  return { tree, started };
+  // K6: an adopted tree's replay reached `ends` (bytes per stream), or its streams ended.
+  const reached = (ends: Readonly<Record<string, number>>): Promise<void> =>
+    Promise.all([...outputs].map(([sid, o]) => o.cursor.until(ends[String(sid)] ?? 0))).then(() => {});
+  return { tree, started, reached };
 }

@@ -22,7 +22,13 @@ const PTY_STREAM = 3;
  * const handle = started(await host.request({ op: 'spawn', n: 8, pty: { cols: 80, rows: 24 }, ... }));
  * ```
  */
-export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec: TerminalSpawnSpec) {
+export function remoteTerminal(
+  host: RemoteHost,
+  n: number,
+  treeId: string,
+  spec: TerminalSpawnSpec,
+  from: Readonly<Record<string, number>> = {},
+) {
   let resolveExit!: (exit: TerminalHandleExit) => void;
   const exited = new Promise<TerminalHandleExit>((resolve) => {
     resolveExit = resolve;
@@ -30,7 +36,10 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
   let exitFacts: { exit: TerminalHandleExit; end: number } | null = null;
   let done = false;
   const decoder = new StringDecoder('utf8');
-  const cursor = createCursor((offset) => host.notify({ op: 'ack', n, stream: PTY_STREAM, offset }));
+  const cursor = createCursor(
+    (offset) => host.notify({ op: 'ack', n, stream: PTY_STREAM, offset }),
+    from[PTY_STREAM] ?? 0,
+  );
   const listeners = new Set<(text: string) => void>();
   let unheard: string[] = [];
   let lastOutputAt = performance.now();
@@ -53,6 +62,7 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
   const settle = () => {
     if (done || exitFacts === null || cursor.received < exitFacts.end) return;
     done = true;
+    cursor.end();
     deliver(decoder.end());
     resolveExit(exitFacts.exit);
     host.release(n, treeId);
@@ -156,5 +166,8 @@ export function remoteTerminal(host: RemoteHost, n: number, treeId: string, spec
     },
     kill,
   });
-  return { tree, started };
+  // K6: an adopted terminal's replay reached `ends`, or the terminal ended.
+  const replayed = (ends: Readonly<Record<string, number>>): Promise<void> =>
+    cursor.until(ends[String(PTY_STREAM)] ?? 0);
+  return { tree, started, reached: replayed };
 }

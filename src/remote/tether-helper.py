@@ -5,9 +5,9 @@
 # stdin_read probes from /proc. `connect` hands one SSH exec channel's stdin and stdout to the
 # daemon (SCM_RIGHTS over its socket, so no process relays the bytes) and starts the daemon when
 # none runs.
-import array, collections, ctypes, fcntl, json, os, platform, pty, re, selectors, signal, socket, struct, sys, termios, time, traceback
+import array, codecs, collections, ctypes, fcntl, json, os, platform, pty, re, select, selectors, signal, socket, struct, sys, termios, time, traceback
 
-VERSION = 2
+VERSION = 3
 WINDOW = 4 << 20  # bytes sent beyond the client's ack before the daemon waits
 CAP = 8 << 20  # bytes buffered per stream before the daemon stops reading the job
 # Job output pipes and the channel's pipe to sshd are grown to this (as root, see grow_pipe), and
@@ -365,18 +365,30 @@ def probe(job):
     return {'waiting': False, 'reason': 'not-waiting'}
 
 
+def utf16_units(data, decoder):
+    """How many UTF-16 code units (a JavaScript string's length) `data` decodes to, continuing
+    the stream `decoder` decoded so far (a character split across chunks counts once)."""
+    if data.isascii() and not decoder.getstate()[0]:
+        return len(data)
+    return len(decoder.decode(data).encode('utf-16-le')) // 2
+
+
 class Stream:
     """One output stream of a job: what it read from offset `base` on, kept until acknowledged.
 
     Chunks stay the bytes objects os.read returned (no joined buffer: growing a bytearray whose
-    front was deleted copies all of it), and go out as memoryviews of them.
+    front was deleted copies all of it), and go out as memoryviews of them. With `keep` (K6, a
+    persisted runtime's tree) the last `keep` bytes stay after the ack too, for a successor
+    runtime that adopts the tree; `base_chars` is what the dropped bytes were as text.
     """
 
-    def __init__(self, sid, fd):
+    def __init__(self, sid, fd, keep=0):
         self.sid, self.fd, self.eof = sid, fd, fd is None
         self.chunks, self.unsent = collections.deque(), collections.deque()
         self.base = self.acked = self.sent = self.total = 0
         self.watched, self.told = False, False
+        self.keep, self.base_chars = keep, 0
+        self.counter = codecs.getincrementaldecoder('utf-8')('replace') if keep else None
 
     def take(self, data):
         self.chunks.append(data)
@@ -384,12 +396,18 @@ class Stream:
         self.total += len(data)
 
     def kept(self):
-        return self.total - self.base
+        # Bytes the client has not acknowledged: what the CAP bounds. A stream's `keep` for a
+        # successor (K6) is on top of it.
+        return self.total - max(self.base, self.acked)
 
     def ack(self, offset):
         self.acked = max(self.acked, min(offset, self.sent))
-        while self.chunks and self.base + len(self.chunks[0]) <= self.acked:
-            self.base += len(self.chunks.popleft())
+        while self.chunks and self.base + len(self.chunks[0]) <= self.acked and (
+                self.total - self.base - len(self.chunks[0]) >= self.keep):
+            chunk = self.chunks.popleft()
+            self.base += len(chunk)
+            if self.counter is not None:
+                self.base_chars += utf16_units(chunk, self.counter)
 
     def resume(self, cursor):
         """A client re-attached having received `cursor` bytes: send again from there."""
@@ -472,6 +490,7 @@ class Client:
 
     def __init__(self, conn):
         self.conn, self.rfd, self.wfd = conn, None, None
+        self.linger = 300.0  # its hello's lingerMs: how long its trees wait for it after it left
         self.inbuf, self.outq, self.queued, self.writing = bytearray(), collections.deque(), 0, False
 
 
@@ -480,6 +499,9 @@ class Job:
         self.n, self.tree, self.pid, self.start = n, tree, pid, start
         self.streams, self.stdin, self.master, self.tty, self.cg = streams, stdin, master, tty, cg
         self.exit, self.client, self.inbuf, self.in_eof = None, None, bytearray(), False
+        # K6: what the client said about the tree at spawn (opaque: kind, id, label, owner), and
+        # since when no client holds it (killed once that is longer than its client's linger).
+        self.meta, self.detached_since, self.linger, self.ending = None, None, 300.0, False
 
 
 class Daemon:
@@ -498,10 +520,12 @@ class Daemon:
                 f.write(self.cg + '\n')
         self.clients = set()  # Client
         self.instance = '%d.%d' % (os.getpid(), time.time_ns())
-        self.linger = 300.0
         self.said_bye = False
-        self.lingered = False
         self.had_client = False
+        # K6: the client that claimed this helper for one runtime ((client, claim)), and whether
+        # the directory is a persisted runtime's (removed with the daemon).
+        self.exclusive = None
+        self.persist = False
         self.tasks = []  # [wake time, generator, on_done]: kills in progress
         self.alone_since = time.monotonic()
         self.reaped_at = 0.0
@@ -548,12 +572,20 @@ class Daemon:
                         except OSError:
                             pass
                 return
-            if not self.clients and time.monotonic() - self.alone_since > self.linger and not self.lingered:
-                self.lingered = True  # nobody came back: the trees die, then the daemon ends
-                for job in list(self.jobs.values()):
-                    self.start_task(self.kill(job), lambda v, j=job: self.release(j))
             now = time.monotonic()
-            wait = min([t[0] for t in self.tasks] + [now + (1.0 if busy else 5.0)]) - now
+            # A tree no client came back for within its linger dies (a dropped link that was not
+            # re-established, a runtime that crashed and whose successor did not adopt it).
+            deadlines = []
+            for job in list(self.jobs.values()):
+                if job.client is not None or job.detached_since is None or job.ending:
+                    continue
+                due = job.detached_since + job.linger
+                if now >= due:
+                    job.ending = True
+                    self.start_task(self.kill(job), lambda v, j=job: self.lingered(j, v))
+                else:
+                    deadlines.append(due)
+            wait = min([t[0] for t in self.tasks] + deadlines + [now + (1.0 if busy else 5.0)]) - now
             for key, mask in self.sel.select(max(0, wait)):
                 try:
                     self.dispatch(key, mask)
@@ -818,7 +850,9 @@ class Daemon:
         c.conn.close()  # the connect process ends, and sshd closes the channel
         for job in self.jobs.values():
             if job.client is c:
-                job.client = None
+                job.client, job.detached_since = None, time.monotonic()
+        if self.exclusive is not None and self.exclusive[0] is c:
+            self.exclusive = None
         if not self.clients:
             self.alone_since = time.monotonic()
 
@@ -915,17 +949,29 @@ class Daemon:
     def handle(self, conn, msg):
         op = msg['op']
         if op == 'hello':
-            self.said_bye = self.lingered = False
-            self.linger = msg.get('lingerMs', 300000) / 1000
+            claim = msg.get('exclusive')
+            if claim is not None:
+                holder = self.holder()
+                if holder is not None and holder[0] is not conn and holder[1].get('id') != claim.get('id'):
+                    return {'ok': False, 'code': 'PERSIST_IN_USE',
+                            'message': "the persisted runtime '%s' is in use by a live runtime (pid %s); one name serves one runtime at a time: dispose that one, or pass another persist.name" % (claim.get('name'), holder[1].get('pid'))}
+                self.exclusive = (conn, claim)
+                self.persist = True
+            self.said_bye = False
+            conn.linger = msg.get('lingerMs', 300000) / 1000
             return {'ok': True, 'version': VERSION, 'instance': self.instance, 'proofs': SYSCALLS is not None,
                     'env': login_env(), 'containment': 'cgroup' if self.cg else 'marker', 'containmentWhy': self.cg_why}
         if op == 'spawn':
             return self.spawn(conn, msg)
+        if op == 'list':
+            return {'ok': True, 'trees': [self.listing(j) for j in self.jobs.values() if j.meta is not None and not j.ending]}
+        if op == 'end':
+            return self.end_all(conn, msg)
         if op == 'attach':
             job = self.jobs.get(msg['tree'])
-            if job is None:
+            if job is None or job.ending:
                 return {'ok': False, 'code': 'PROVIDER_LOST', 'message': 'the helper does not know tree ' + msg['tree']}
-            job.client, job.n = conn, msg['n']
+            job.client, job.n, job.detached_since, job.linger = conn, msg['n'], None, conn.linger
             for sid, cursor in msg['cursors'].items():
                 job.streams[int(sid)].resume(cursor)
             self.announce_exit(job)
@@ -965,6 +1011,10 @@ class Daemon:
             return {'ok': True}
         if job is None:
             return {'ok': False, 'code': 'TERMINAL_CLOSED', 'message': 'no such tree on the helper'}
+        if op == 'detach':  # K6: an adopt that did not take; the tree waits again for its linger
+            if job.client is conn:
+                job.client, job.detached_since = None, time.monotonic()
+            return {'ok': True}
         if op == 'eof':
             job.in_eof = True
             self.flush_input(job)
@@ -988,6 +1038,47 @@ class Daemon:
             return {'ok': True, 'answer': answer, 'end': end}
         return {'ok': False, 'code': 'INVALID_ARGUMENT', 'message': 'unknown op ' + op}
 
+    def holder(self):
+        """The live client that claimed this helper, after reading what it sent last: a runtime
+        that died has closed its end, and its drop is seen here rather than a round later."""
+        if self.exclusive is None:
+            return None
+        c = self.exclusive[0]
+        if c in self.clients and c.rfd is not None and select.select([c.rfd], [], [], 0)[0]:
+            self.on_client(c)
+        return self.exclusive if self.exclusive is not None and self.exclusive[0] in self.clients else None
+
+    def lingered(self, job, verdict):
+        """A tree nobody came back for was killed: the runtime that claimed the helper hears its
+        verdict (K6: a successor that did not adopt it)."""
+        self.release(job)
+        if job.meta is not None and self.exclusive is not None:
+            self.send(self.exclusive[0], jframe({'ev': 'lingered', 'tree': job.tree, 'meta': job.meta, 'verdict': verdict}))
+
+    def listing(self, job):
+        """K6: one tree as a successor runtime sees it."""
+        return {'tree': job.tree, 'meta': job.meta, 'pid': job.pid, 'start': job.start, 'tty': job.tty,
+                'exit': job.exit, 'attached': job.client is not None,
+                'streams': {str(s.sid): {'base': s.base, 'baseChars': s.base_chars, 'total': s.total}
+                            for s in job.streams.values()}}
+
+    def end_all(self, conn, msg):
+        """`tether reap --name`: every tree killed to a verdict, then the reply with them all."""
+        jobs = list(self.jobs.values())
+        verdicts = []
+        if not jobs:
+            return {'ok': True, 'verdicts': []}
+
+        def done(verdict, job):
+            self.release(job)
+            verdicts.append(dict(verdict, tree=job.tree))
+            if len(verdicts) == len(jobs):
+                self.send(conn, jframe({'ok': True, 'verdicts': verdicts, 'id': msg['id']}))
+        for job in jobs:
+            job.ending = True
+            self.start_task(self.kill(job, msg.get('graceMs', 500)), lambda v, j=job: done(v, j))
+        return None
+
     def signal(self, job, msg):
         sig = getattr(signal, msg['signal'])
         if job.exit is not None or not alive(job.pid, job.start):
@@ -1010,6 +1101,7 @@ class Daemon:
 
     def spawn(self, conn, msg):
         tree, argv, cwd, env = msg['tree'], msg['argv'], msg['cwd'], msg['env']
+        keep = int(msg.get('keep') or 0)
         if not os.path.isdir(cwd):
             return {'ok': False, 'code': 'CWD_NOT_FOUND', 'message': "cwd '%s' is not an existing directory on the remote host; pass a directory that exists there" % cwd}
         prog = argv[0]
@@ -1026,7 +1118,7 @@ class Daemon:
             tty = os.ttyname(slave)
             fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack('HHHH', msg['pty']['rows'], msg['pty']['cols'], 0, 0))
             fds = (slave, slave, slave)
-            streams[3] = Stream(3, master)
+            streams[3] = Stream(3, master, keep)
         else:
             null = os.open(os.devnull, os.O_RDWR)
             fds, close = [null, null, null], []
@@ -1035,11 +1127,14 @@ class Daemon:
                 fds[0], stdin = r, w
                 close.append(r)
             for i, sid in ((1, 1), (2, 2)):
-                if msg['stdio'][i]:
+                if i == 2 and msg.get('merge') and msg['stdio'][1]:
+                    fds[2] = fds[1]  # K6: one stream in the kernel's order, as a successor replays it
+                    streams[2] = Stream(2, None)
+                elif msg['stdio'][i]:
                     r, w = os.pipe()
                     fds[i] = w
                     close.append(w)
-                    streams[sid] = Stream(sid, r)
+                    streams[sid] = Stream(sid, r, keep)
                     grow_pipe(r)
                 else:
                     streams[sid] = Stream(sid, None)
@@ -1080,7 +1175,7 @@ class Daemon:
             os.close(cg_fd)
         failure = os.read(errr, 4096)
         os.close(errr)
-        for fd in set(fds) if msg.get('pty') else set(close + [fds[0], fds[1], fds[2]]):
+        for fd in set(fds) if msg.get('pty') else set(close + [fds[0], fds[1], fds[2], null]):
             try:
                 os.close(fd)
             except OSError:
@@ -1097,7 +1192,7 @@ class Daemon:
         if stdin is not None:
             os.set_blocking(stdin, False)
         job = Job(msg['n'], tree, pid, start, streams, stdin, master, tty, cg)
-        job.client = conn
+        job.client, job.meta, job.linger = conn, msg.get('meta'), conn.linger
         for s in streams.values():
             if s.fd is not None:
                 os.set_blocking(s.fd, False)
@@ -1106,9 +1201,33 @@ class Daemon:
         return {'ok': True, 'pid': pid, 'start': start, 'tty': tty}
 
 
+def refuse_untrusted(directory, path):
+    """Exits unless `directory` is this user's and nobody else can write it, and the socket in it,
+    if any, is this user's: another user's helper is never connected (K6)."""
+    st = os.lstat(directory)
+    why = None
+    if not (st.st_mode & 0o170000 == 0o040000):
+        why = 'it is not a directory'
+    elif st.st_uid != os.geteuid():
+        why = 'it belongs to uid %d, not to uid %d' % (st.st_uid, os.geteuid())
+    elif st.st_mode & 0o022:
+        why = 'others can write it (mode %o)' % (st.st_mode & 0o7777)
+    else:
+        try:
+            sock = os.lstat(path)
+            if sock.st_uid != os.geteuid():
+                why = 'its socket %s belongs to uid %d' % (path, sock.st_uid)
+        except FileNotFoundError:
+            pass
+    if why is not None:
+        sys.stderr.write('tether helper: refusing the helper directory %s: %s\n' % (directory, why))
+        sys.exit(6)
+
+
 def connect(directory):
     os.makedirs(directory, mode=0o700, exist_ok=True)
     path = os.path.join(directory, 'helper-%d.sock' % VERSION)
+    refuse_untrusted(directory, path)
     for attempt in range(2000):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -1117,6 +1236,7 @@ def connect(directory):
         except OSError:
             sock.close()
         if attempt % 20 == 0:
+            os.makedirs(directory, mode=0o700, exist_ok=True)  # a persisted daemon removes it at its end
             start_daemon(directory, path)
         time.sleep(0.005)
     else:
@@ -1132,6 +1252,21 @@ def connect(directory):
     os.dup2(null, 1)
     os.close(null)
     while sock.recv(4096):
+        pass
+
+
+def remove_persist_dir(directory):
+    """K6: a persisted runtime's helper directory goes with its daemon (its trees are gone):
+    what the helper made in it, then the directory, if nothing else is in it."""
+    for name in os.listdir(directory):
+        if name.startswith(('helper', 'tether-helper-')):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
+    try:
+        os.rmdir(directory)
+    except OSError:
         pass
 
 
@@ -1159,6 +1294,7 @@ def start_daemon(directory, path):
             close_fds(keep=(3,))
             with open(os.path.join(directory, 'helper.pid'), 'w') as f:
                 f.write(str(os.getpid()))
+            daemon = None
             try:
                 daemon = Daemon(path)
                 daemon.run()
@@ -1168,6 +1304,8 @@ def start_daemon(directory, path):
                     os.unlink(path)
                 except OSError:
                     pass
+                if daemon is not None and daemon.persist:
+                    remove_persist_dir(directory)
                 os.close(keep)
             os._exit(0)
         os._exit(0)

@@ -79,6 +79,19 @@ export function shellJobSpec(deps: ShellDeps, owner: AgentOwnerToken, req: Shell
   };
 }
 
+/**
+ * The shell producer for a process a previous runtime started (K6: `rt.jobs.adopt`): its output,
+ * exit and kill go through the same hooks as a job started here (its timeout did not survive).
+ *
+ * @example
+ * ```ts
+ * await jobs.start(owner, adoptedShellJobSpec(deps, 'npm test', handle), { resume: { id, outputStart } });
+ * ```
+ */
+export function adoptedShellJobSpec(deps: ShellDeps, label: string, child: SubprocessHandle): JobSpec {
+  return { kind: 'shell', label, run: (ctx) => track(child, ctx, deps, undefined, new OutputDecoder(ctx)) };
+}
+
 // From here on the registry owns the process through these hooks.
 function track(
   child: SubprocessHandle,

@@ -43,6 +43,11 @@ export interface SubprocessSpawnSpec {
    * the host's garbage collector into back-to-back full collections (P2, BENCHMARKS.md).
    */
   readonly onOutput?: OutputFeed;
+  /**
+   * K6: what the tree is for the runtime (kind, id, label, owner): a persisting provider keeps it
+   * with the tree and lists it to a successor runtime; other providers ignore it.
+   */
+  readonly tag?: Readonly<Record<string, string | number>>;
 }
 
 /**

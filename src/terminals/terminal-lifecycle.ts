@@ -5,7 +5,7 @@ import { assertArgument, TetherError } from '../errors.js';
 import { verdictFact } from '../observe/verdict-fact.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
 import { decisionPassed } from '../policy/policy-passed.js';
-import type { TerminalHandle } from '../subprocess/types.js';
+import type { SubprocessProvider, TerminalHandle, TerminalSpawnSpec } from '../subprocess/types.js';
 import { screenFact } from './screen.js';
 import { TerminalRecord } from './terminal-record.js';
 import { openSpec } from './terminal-spec.js';
@@ -54,15 +54,19 @@ export async function openTerminal(
   table: TerminalTable,
   owner: AgentOwnerToken,
   opts: TerminalOpenOptions,
+  adopted?: AdoptedTerminal,
 ): Promise<TerminalInfo> {
   if (table.disposing)
     throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
-  await decideOpen(table, owner, opts); // A1: before anything starts
+  if (adopted === undefined) await decideOpen(table, owner, opts); // A1: before anything starts
   const { owners, defaults, currentProvider, maxPerOwner, retentionChars, inspect } = table.config;
   const token = owners.assertLive(owner);
   const ownerKey = owners.keyOf(token);
-  const spec = openSpec(opts, defaults, table.config.identityEnv(token));
-  const provider = currentProvider(token);
+  const id = adopted?.id ?? `term_${randomBytes(12).toString('base64url')}`;
+  if (table.records.has(id)) throw new TetherError('TERMINAL_BUSY', `terminal '${id}' is already open here`);
+  const spec =
+    adopted?.spec ?? taggedSpec(openSpec(opts, defaults, table.config.identityEnv(token)), id, opts);
+  const provider = adopted?.provider ?? currentProvider(token);
   const mine =
     [...table.records.values()].filter((r) => r.ownerKey === ownerKey).length +
     (table.opening.get(ownerKey) ?? 0);
@@ -72,7 +76,6 @@ export async function openTerminal(
       `this owner already has ${mine} open terminals (the limit); close one first`,
     );
   }
-  const id = `term_${randomBytes(12).toString('base64url')}`;
   let record: TerminalRecord | undefined;
   const closer = fromPromise<void, { readonly terminalId: string }>(async () => {
     const verdict = await record!.pty.kill();
@@ -92,7 +95,7 @@ export async function openTerminal(
   let pty: TerminalHandle;
   try {
     table.used.add(provider);
-    pty = await provider.spawnTerminal(spec);
+    pty = await (adopted?.pty() ?? provider.spawnTerminal(spec));
   } catch (err) {
     actor.send({ type: 'OPEN_FAILED' });
     throw err;
@@ -120,6 +123,23 @@ export async function openTerminal(
   actor.send({ type: 'OPENED' });
   table.watchExit(opened);
   return opened.info();
+}
+
+// K6: what a persisted runtime's successor lists of a terminal (hidden shells are not adoptable).
+function taggedSpec(spec: TerminalSpawnSpec, id: string, opts: TerminalOpenOptions): TerminalSpawnSpec {
+  if (opts.hidden === true) return spec;
+  return { ...spec, tag: { kind: 'terminal', id, label: spec.argv[0], cols: spec.cols, rows: spec.rows } };
+}
+
+/**
+ * A terminal a previous runtime opened, taken over (K6): its id, the spec it was opened with (as
+ * far as the helper kept it), its provider and the attach that yields its handle.
+ */
+export interface AdoptedTerminal {
+  readonly id: string;
+  readonly spec: TerminalSpawnSpec;
+  readonly provider: SubprocessProvider;
+  pty(): Promise<TerminalHandle>;
 }
 
 /**

@@ -7,11 +7,22 @@ import type { EnvPolicy } from '../subprocess/env.js';
 import { createLocalProvider } from '../subprocess/local-provider.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
 import { executeCommand } from './terminal-execute.js';
-import { closeTerminal, drainTerminals, openTerminal, subscribeExits } from './terminal-lifecycle.js';
+import {
+  type AdoptedTerminal,
+  closeTerminal,
+  drainTerminals,
+  openTerminal,
+  subscribeExits,
+} from './terminal-lifecycle.js';
 import { listTerminals, readTerminal, screenOf } from './terminal-read.js';
 import { sendToTerminal, signalTerminal } from './terminal-send.js';
 import { TerminalTable } from './terminal-table.js';
-import type { TerminalOpenOptions, TerminalService } from './terminal-types.js';
+import type { TerminalInfo, TerminalOpenOptions, TerminalService } from './terminal-types.js';
+
+/** The service as the composition root holds it: also opens terminals a predecessor left (K6). */
+export interface TerminalServiceWithAdopt extends TerminalService {
+  openAdopted(owner: AgentOwnerToken, adopted: AdoptedTerminal): Promise<TerminalInfo>;
+}
 
 export interface TerminalServiceOptions {
   readonly owners: OwnerRegistry;
@@ -61,7 +72,7 @@ export interface TerminalServiceOptions {
  * await terminals.dispose();
  * ```
  */
-export function createTerminalService(options: TerminalServiceOptions): TerminalService {
+export function createTerminalService(options: TerminalServiceOptions): TerminalServiceWithAdopt {
   const given = options.provider;
   const own = given === undefined ? createLocalProvider(options.env ? { env: options.env } : {}) : null;
   const table = new TerminalTable({
@@ -79,6 +90,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
 
   return {
     open: (owner, opts: TerminalOpenOptions = {}) => openTerminal(table, owner, opts),
+    openAdopted: (owner, adopted) => openTerminal(table, owner, {}, adopted),
     send: async (owner, id, input, opts = {}) => sendToTerminal(table, owner, id, input, opts),
     execute: async (owner, id, command, opts = {}) => executeCommand(table, owner, id, command, opts),
     read: async (owner, id, cursor, maxChars = 32_000) => readTerminal(table, owner, id, cursor, maxChars),

@@ -1,0 +1,108 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRuntime, type Fact, type Runtime } from '../../src/index.js';
+import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { until } from '../remote/remote-waits.js';
+import { crash, type PersistChild, startPersistChild } from './persist-child.js';
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function scratch(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tether-persist-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function child(opts: Parameters<typeof startPersistChild>[0]): Promise<PersistChild> {
+  const started = await startPersistChild(opts);
+  cleanups.push(() => {
+    started.process.kill('SIGKILL');
+    return started.exited;
+  });
+  return started;
+}
+
+async function runtime(
+  stateDir: string,
+  name: string,
+  lingerMs = 20_000,
+): Promise<{ rt: Runtime; facts: Fact[] }> {
+  const rt = await createRuntime({
+    stateDir,
+    persist: { name, lingerMs },
+    limits: { cleanupGraceMs: 300, jobRetentionChars: 4_194_304 },
+  });
+  const facts: Fact[] = [];
+  rt.observe((fact) => facts.push(fact), { replay: true });
+  cleanups.push(() => rt.dispose());
+  return { rt, facts };
+}
+
+// Every `line-<n>` of `text`, in order; the text must end at a line's end.
+function numbers(text: string): number[] {
+  expect(text.endsWith('\n'), 'the output ends with a whole line').toBe(true);
+  return text
+    .slice(0, -1)
+    .split('\n')
+    .map((l) => {
+      expect(l).toMatch(/^line-\d+$/);
+      return Number(l.slice(5));
+    });
+}
+
+const FLOOD = 200_000;
+const FLOOD_COMMAND = `i=0; while [ $i -lt ${FLOOD} ]; do i=$((i+1)); echo line-$i; done`;
+
+describe('persisted runtime (K6)', () => {
+  it('K6: SIGKILL of the host mid-flood; the next runtime adopts the job and every line arrives exactly once, its exit once', async () => {
+    const stateDir = scratch();
+    const old = await child({ stateDir, name: 'flood', lingerMs: 20_000, jobs: [FLOOD_COMMAND], read: true });
+    const jobId = old.ready.jobs[0]!;
+    await until(
+      '20,000 lines read by the first runtime',
+      () => old.pages.reduce((n, p) => n + p.text.length, 0),
+      (n) => n > 20_000 * 8,
+    );
+    await crash(old);
+    const before = old.pages.map((p) => p.text).join('');
+    const cursor = old.pages[old.pages.length - 1]!.cursor;
+    expect(before.length).toBe(cursor);
+
+    const { rt, facts } = await runtime(stateDir, 'flood');
+    const listed = await rt.resumable();
+    const job = listed.find((t) => t.id === jobId);
+    expect(job, JSON.stringify(listed)).toMatchObject({ kind: 'job', label: FLOOD_COMMAND, owner: 'host' });
+    expect(job!.cursor).toBeLessThanOrEqual(cursor);
+    const owner = rt.owners.host().token;
+    const info = await rt.jobs.adopt(owner, jobId);
+    expect(info.id).toBe(jobId);
+    let after = '';
+    for (let at = cursor; ; ) {
+      const page = await rt.jobs.read(owner, jobId, at, 1_000_000);
+      expect(page.dropped).toBe(0);
+      after += page.text;
+      at = page.cursor;
+      if (page.done) break;
+      if (page.text === '') await rt.jobs.wait(owner, jobId, 50);
+    }
+    const all = numbers(before + after);
+    expect(all.length).toBe(FLOOD);
+    expect(all.every((n, i) => n === i + 1)).toBe(true);
+    const [ended] = await rt.jobs.list(owner);
+    expect(ended).toMatchObject({ id: jobId, state: 'succeeded', exitCode: 0 });
+    expect(facts.filter((f) => f.type === 'job.ended' && f.actor === `job:${jobId}`)).toHaveLength(1);
+    expect(facts.some((f) => f.type === 'persist.resumed' && f.jobs === 1)).toBe(true);
+    expect(facts.some((f) => f.type === 'job.adopted' && f.actor === `job:${jobId}`)).toBe(true);
+    await expect(rt.jobs.adopt(owner, jobId)).rejects.toMatchObject({ code: 'JOB_NOT_FOUND' });
+
+    await rt.dispose();
+    const dir = join(stateDir, 'persist', 'flood');
+    expect(existsSync(dir), 'the helper took its directory with it').toBe(false);
+    expect(listTaggedProcesses('persist.flood.')).toEqual([]);
+  });
+});
