@@ -35,6 +35,8 @@ export async function startPersistChild(opts: {
   readonly jobs: readonly string[];
   readonly terminal?: string;
   readonly read?: boolean;
+  /** Start them as the agent of this session (else a host lease). */
+  readonly session?: string;
 }): Promise<PersistChild> {
   // CommonJS eval (an async IIFE): --input-type would be inherited by the PTY worker thread.
   const script = `(async () => {
@@ -43,7 +45,7 @@ export async function startPersistChild(opts: {
     const opts = JSON.parse(process.env.PERSIST_CHILD);
     const rt = await createRuntime({ stateDir: opts.stateDir, persist: { name: opts.name, lingerMs: opts.lingerMs },
       limits: { cleanupGraceMs: 300, jobRetentionChars: 4194304 } });
-    const owner = rt.owners.host().token;
+    const owner = opts.session ? rt.agents.create({ sessionId: opts.session, onTurn() {} }).owner : rt.owners.host().token;
     const jobs = [];
     for (const command of opts.jobs) jobs.push((await rt.shell.background(owner, { command })).id);
     let terminal = null;
