@@ -31,10 +31,29 @@ export async function reapCommand(args: readonly string[]): Promise<number> {
     throw new UsageError(`--grace takes a non-negative integer of milliseconds, got '${values.grace}'`);
   }
   const stateDir = values['state-dir'] ?? defaultStateDir();
+  if (values.name !== undefined) return reapName(stateDir, values.name, graceMs, values.json === true);
   const reaped = await reapDeadRuntimes(stateDir, { graceMs });
   if (values.json) process.stdout.write(`${JSON.stringify({ stateDir, reaped }, null, 2)}\n`);
   else process.stdout.write(summary(stateDir, reaped));
   return reaped.some((r) => r.escaped.length > 0 || r.containers.some((c) => c.error !== null)) ? 1 : 0;
+}
+
+// K6: `--name N` ends persisted runtime N's helper and every tree under it.
+async function reapName(stateDir: string, name: string, graceMs: number, json: boolean): Promise<number> {
+  const { reapPersisted } = await import('../persist/persist-reap.js');
+  const r = await reapPersisted(stateDir, name, graceMs);
+  const escaped = r.verdicts.filter((v) => v.status !== 'quiescent');
+  if (json) process.stdout.write(`${JSON.stringify({ stateDir, persisted: r }, null, 2)}\n`);
+  else if (!r.found)
+    process.stdout.write(`tether reap: no helper of persisted runtime '${name}' runs in ${stateDir}\n`);
+  else {
+    const fate =
+      escaped.length === 0 ? 'verified dead' : `NOT VERIFIED DEAD: ${escaped.map((v) => v.tree).join(', ')}`;
+    process.stdout.write(
+      `tether reap: persisted runtime '${name}': ${r.verdicts.length} tree(s) killed, ${fate}; helper ${r.ended ? 'ended' : 'STILL RUNNING'}\n`,
+    );
+  }
+  return escaped.length > 0 || !r.ended ? 1 : 0;
 }
 
 function parse(args: readonly string[]) {
@@ -43,6 +62,7 @@ function parse(args: readonly string[]) {
     options: {
       'state-dir': { type: 'string' },
       grace: { type: 'string' },
+      name: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -115,6 +115,8 @@ nothing is done.
 Options:
   --state-dir <dir>  the runtimes' state directory (default: <tmpdir>/tether-state-<uid>)
   --grace <ms>       between SIGTERM and SIGKILL (default: 2000)
+  --name <name>      instead: end persisted runtime <name>'s helper (createRuntime({ persist }))
+                     and kill every tree under it, adopted or not (docs/persist.md)
   --json             print what was reaped as JSON
   -h, --help         this text
 

@@ -1,7 +1,8 @@
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { reapCommand } from '../../src/cli/reap-command.js';
 import { createRuntime, type Fact, type Runtime, TetherError } from '../../src/index.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import { until } from '../remote/remote-waits.js';
@@ -134,6 +135,33 @@ describe('persisted runtime lifecycle (K6)', () => {
     expect(alive(daemon)).toBe(false);
     expect(existsSync(join(stateDir, 'persist', 'linger'))).toBe(false);
     expect(listTaggedProcesses('persist.linger.')).toEqual([]);
+  });
+
+  it("K6: tether reap --name ends a persisted runtime's helper and every tree under it", async () => {
+    const stateDir = scratch();
+    const old = await child({
+      stateDir,
+      name: 'reapme',
+      lingerMs: 60_000,
+      jobs: ['sleep 1000', 'sleep 1000'],
+    });
+    await crash(old);
+    expect(listTaggedProcesses('persist.reapme.').length).toBeGreaterThan(0);
+    const out: string[] = [];
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      out.push(String(chunk));
+      return true;
+    });
+    try {
+      expect(await reapCommand(['--state-dir', stateDir, '--name', 'reapme', '--grace', '300'])).toBe(0);
+      expect(await reapCommand(['--state-dir', stateDir, '--name', 'reapme'])).toBe(0);
+    } finally {
+      write.mockRestore();
+    }
+    expect(out[0]).toMatch(/persisted runtime 'reapme': 2 tree\(s\) killed, verified dead; helper ended/);
+    expect(out[1]).toMatch(/no helper of persisted runtime 'reapme' runs/);
+    expect(listTaggedProcesses('persist.reapme.')).toEqual([]);
+    expect(existsSync(join(stateDir, 'persist', 'reapme'))).toBe(false);
   });
 
   it('K6: with no runtime coming back, the helper kills everything after lingerMs and removes itself', async () => {
