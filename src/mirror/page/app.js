@@ -161,6 +161,19 @@ function fold(n) {
           text: `kill ${f.actor}: ${f.status} (proof ${f.proof}, ${f.killed} killed${f.escaped.length ? `, escaped ${f.escaped.join(' ')}` : ''})`,
         });
         break;
+      case 'persist.resumed':
+        world.timeline.push({
+          ts: f.ts,
+          text: `resumed persisted runtime '${f.name}': ${f.jobs} job(s), ${f.terminals} terminal(s) survived the restart`,
+        });
+        break;
+      case 'job.adopted':
+      case 'terminal.adopted': {
+        const item = (f.type === 'job.adopted' ? world.jobs : world.terminals).get(f.actor);
+        if (item) item.adopted = f.previousOwner;
+        world.timeline.push({ ts: f.ts, text: `adopted ${f.actor} (previous owner ${f.previousOwner})` });
+        break;
+      }
       case 'recovery.reaped':
         world.timeline.push({ ts: f.ts, text: `recovered ${f.runtimes.length} dead runtime(s)` });
         break;
