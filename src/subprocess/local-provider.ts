@@ -137,7 +137,7 @@ async function spawnLocal(
     await started(child, file, spec.cwd);
     return trackChild(nodeChild(child), tree, spec);
   } catch (err) {
-    tree.release();
+    await tree.release();
     throw err;
   }
 }
@@ -184,7 +184,7 @@ async function spawnThrough(
     return trackChild(child, tree, spec);
   } catch (err) {
     if (err instanceof SpawnerGone && err.unanswered) return unansweredStart(tree, spec);
-    tree.release();
+    await tree.release();
     if (err instanceof SpawnRefused) throw refusedError(err, tree.argv[0], spec.cwd);
     if (!(err instanceof SpawnerGone)) throw err;
     return null;

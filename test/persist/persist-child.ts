@@ -35,6 +35,8 @@ export async function startPersistChild(opts: {
   readonly jobs: readonly string[];
   readonly terminal?: string;
   readonly read?: boolean;
+  /** limits.jobRetentionChars (the helper keeps as many bytes of each job past its ack); default 4 MiB. */
+  readonly retention?: number;
   /** Start them as the agent of this session (else a host lease). */
   readonly session?: string;
 }): Promise<PersistChild> {
@@ -44,7 +46,7 @@ export async function startPersistChild(opts: {
     const { createRuntime } = await import(${JSON.stringify(DIST)});
     const opts = JSON.parse(process.env.PERSIST_CHILD);
     const rt = await createRuntime({ stateDir: opts.stateDir, persist: { name: opts.name, lingerMs: opts.lingerMs },
-      limits: { cleanupGraceMs: 300, jobRetentionChars: 4194304 } });
+      limits: { cleanupGraceMs: 300, jobRetentionChars: opts.retention ?? 4194304 } });
     const owner = opts.session ? rt.agents.create({ sessionId: opts.session, onTurn() {} }).owner : rt.owners.host().token;
     const jobs = [];
     for (const command of opts.jobs) jobs.push((await rt.shell.background(owner, { command })).id);

@@ -105,4 +105,29 @@ describe('persisted runtime (K6)', () => {
     expect(existsSync(dir), 'the helper took its directory with it').toBe(false);
     expect(listTaggedProcesses('persist.flood.')).toEqual([]);
   });
+
+  it('K6: past what the helper kept, the cursor counts the dropped text exactly (multi-byte UTF-8 included) and reads go on from it', async () => {
+    const stateDir = scratch();
+    const lines = 60_000;
+    // 2- and 4-byte characters (one and two UTF-16 units): bytes and characters differ.
+    const script = `import sys\nfor i in range(1, ${lines} + 1): sys.stdout.write("\\u00e9\\U0001F600 %d\\n" % i)\nsys.stdout.flush()`;
+    const command = `python3 -c '${script}'; sleep 60`;
+    const old = await child({ stateDir, name: 'utf', lingerMs: 20_000, jobs: [command], retention: 65_536 });
+    const jobId = old.ready.jobs[0]!;
+    const expected = Array.from({ length: lines }, (_, i) => `\u00e9\u{1F600} ${i + 1}\n`).join('');
+    await new Promise((r) => setTimeout(r, 1500)); // the lines are written (the job sleeps)
+    await crash(old);
+    const { rt } = await runtime(stateDir, 'utf');
+    const [job] = await rt.resumable();
+    expect(job?.id).toBe(jobId);
+    expect(job!.cursor, 'the helper dropped some of it').toBeGreaterThan(0);
+    const owner = rt.owners.host().token;
+    await rt.jobs.adopt(owner, jobId);
+    const first = await rt.jobs.read(owner, jobId, job!.cursor, expected.length);
+    expect(first.dropped).toBe(0);
+    const tail = first.text;
+    expect(tail.length).toBeGreaterThan(1000);
+    expect(expected.slice(job!.cursor, job!.cursor + tail.length)).toBe(tail);
+    expect(expected.endsWith(tail)).toBe(true);
+  });
 });

@@ -101,12 +101,13 @@ export function createCgroupContainment(opts: CgroupContainmentOptions): Contain
         });
         return inFlight;
       },
-      release() {
+      async release() {
         open.delete(treeDir);
         if (removeCgroup(treeDir)) return;
         // A leader cloned into it whose exec failed may not have left it yet: remove it as
-        // soon as it is empty, not at dispose.
-        void waitUnpopulated(treeDir, 2000).then(() => removeCgroup(treeDir));
+        // soon as it is empty, not at dispose (the failed spawn's error waits for this).
+        await waitUnpopulated(treeDir, 2000);
+        removeCgroup(treeDir);
       },
     };
     return boundary;

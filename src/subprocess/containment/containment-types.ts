@@ -39,8 +39,11 @@ export interface TreeBoundary {
    * exited it sweeps what is left. The boundary is released when the tree is proven dead.
    */
   kill(leader: ProcessIdentity, opts: BoundaryKillOptions): Promise<TreeKillVerdict>;
-  /** Frees the boundary of a tree whose spawn failed (nothing ran in it). */
-  release(): void;
+  /**
+   * Frees the boundary of a tree whose spawn failed (nothing ran in it); resolves once it is
+   * gone (a leader whose exec failed may take a moment to leave its cgroup; at most 2 s).
+   */
+  release(): Promise<void>;
 }
 
 /** A runtime's containment: one per runtime, used by whatever starts a tree (K1). */

@@ -53,7 +53,7 @@ export function createMarkerContainment(): Containment {
           );
           return inFlight;
         },
-        release: close,
+        release: async () => close(),
       };
     },
     get trees() {

@@ -127,8 +127,8 @@ export function createPtyHost(options: PtyHostOptions = {}): PtyHost {
         rows: spec.rows,
         program: boundary?.program ?? null,
       } as const;
-      return current.open(request, treeId, spec.cleanupGraceMs, boundary).catch((err: unknown) => {
-        boundary?.release();
+      return current.open(request, treeId, spec.cleanupGraceMs, boundary).catch(async (err: unknown) => {
+        await boundary?.release();
         throw err;
       });
     },
