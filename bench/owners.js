@@ -1,0 +1,485 @@
+// P8 (issue 31): one machine, 1,000 owners (`rt.owners.host()`), each with an idle terminal and
+// a background job (`echo tick`, read to its end) every 5 s for 60 s, the owners' first jobs
+// spread evenly over the first 5 s (200 jobs/s in all). Measured per run:
+// - host RSS per idle terminal: the process's RSS once the first terminal is idle (the runtime's
+//   fixed cost: its PTY worker, spawner, spill worker) and once all are, / (owners − 1), after a
+//   GC; the main isolate's heap + external part of it (the rest is the PTY worker thread's heap,
+//   node-pty's native state and malloc: threads share one RSS, so that part is not split further);
+// - the children (every descendant of this process, from /proc): count, Rss and Pss summed;
+// - the main loop's p99 and max delay over the jobs phase (`monitorEventLoopDelay`, 1 ms);
+// - jobs started, read to the end, failed (by error code), their latency (start to last byte);
+// - after dispose and a GC: RSS against the RSS before the runtime was created (goal within
+//   10 %), every counter of `rt.stats()` (goal: all zero), descendants left.
+// Raw = the same work with nobody in between, in the same run: the same shells on raw node-pty
+// terminals held by a worker thread (bench/raw-pty-worker.js; the main thread only schedules,
+// as Tether's main thread does) + `child_process.spawn` of the same job read with
+// setEncoding('utf8'). Runs are interleaved (raw, tether, …): TETHER_BENCH_RUNS (default 5),
+// TETHER_BENCH_OWNERS (1,000), TETHER_BENCH_OWNERS_SECONDS (60); TETHER_BENCH_QUICK=1 is 50
+// owners × 10 s, one run. Run it as `node --expose-gc bench/owners.js` (without the flag it
+// turns V8's gc on at run time).
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { Worker } from 'node:worker_threads';
+import { createRuntime } from '../dist/src/index.js';
+import { readJobToEnd, timed } from './drive.js';
+import { checkLoad, median, spread } from './measure.js';
+
+const PERIOD_MS = 5_000;
+const JOB = 'echo tick';
+const fmt = (x, digits = 1) => (x === undefined || Number.isNaN(x) ? '—' : x.toFixed(digits));
+const sp = (xs, digits) => (xs.length > 0 ? spread(xs, digits) : '—');
+const ratio = (a, b) => `${fmt(median(a) / median(b), 2)}× raw`;
+
+// npm run bench starts node without --expose-gc: turn it on here (V8 reads the flag when the
+// next context is created) rather than measure RSS with garbage in it.
+const gc =
+  globalThis.gc ??
+  (() => {
+    setFlagsFromString('--expose-gc');
+    return runInNewContext('gc');
+  })();
+
+// Full collections until RSS stops falling (weak callbacks and finalizers run between them).
+async function collectedRss() {
+  let rss = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 5; i++) {
+    gc();
+    await sleep(100);
+    const now = process.memoryUsage.rss();
+    if (now >= rss * 0.995) return now;
+    rss = now;
+  }
+  return rss;
+}
+
+// Every descendant of this process (/proc ppid links): how many, and their Rss and Pss summed
+// (smaps_rollup, kB → bytes). Pss shares bash's text and libc among the shells that map them.
+function descendants() {
+  const parent = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parent.set(Number(name), ppid);
+    } catch {} // gone
+  }
+  const mine = (pid) => {
+    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p))
+      if (p === process.pid) return true;
+    return false;
+  };
+  let count = 0;
+  let rss = 0;
+  let pss = 0;
+  for (const pid of parent.keys()) {
+    if (!mine(pid)) continue;
+    try {
+      const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'latin1');
+      rss += Number(/^Rss:\s+(\d+)/m.exec(text)?.[1] ?? 0) * 1024;
+      pss += Number(/^Pss:\s+(\d+)/m.exec(text)?.[1] ?? 0) * 1024;
+      count++;
+    } catch {} // gone, or a zombie without maps
+  }
+  return { count, rss, pss };
+}
+
+// RSS after a dispose, polled every second (up to 30 s) until it is back within 10 % of `rss0`:
+// V8 gives the heap's free pages back only when its memory reducer runs, a few seconds after
+// the allocation rate fell (gc() collects but keeps the grown heap committed). Returns the last
+// RSS, how long it took and the main isolate's committed heap then.
+async function rssBack(rss0) {
+  const t0 = performance.now();
+  let rss = await collectedRss();
+  while (rss > rss0 * 1.1 && performance.now() - t0 < 30_000) {
+    await sleep(1_000);
+    rss = await collectedRss();
+  }
+  return { rssAfter: rss, backMs: performance.now() - t0, heapTotal: process.memoryUsage().heapTotal };
+}
+
+// The main isolate's heap in use + external memory (after a collection, when read after collectedRss).
+const heapNow = () => {
+  const { heapUsed, external } = process.memoryUsage();
+  return heapUsed + external;
+};
+
+// What the machine's limits were while the terminals were open: PTYs in use against
+// /proc/sys/kernel/pty/max, this process's open fds against its soft RLIMIT_NOFILE.
+function limitsNow() {
+  const read = (path) => readFileSync(path, 'utf8').trim();
+  const nofile = /^Max open files\s+(\S+)/m.exec(read('/proc/self/limits'))?.[1];
+  return {
+    ptys: Number(read('/proc/sys/kernel/pty/nr')),
+    ptyMax: Number(read('/proc/sys/kernel/pty/max')),
+    fds: readdirSync('/proc/self/fd').length,
+    nofile,
+  };
+}
+
+// Every owner's job every PERIOD_MS for `seconds`, owner i's first at i × PERIOD_MS / owners;
+// `startJob(i)` resolves when that job was read to its end. The loop's delay is sampled over
+// the whole phase (until the last job ended).
+async function jobPhase(owners, seconds, startJob) {
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  await sleep(20); // monitorEventLoopDelay records nothing of its first interval
+  const latencies = [];
+  const failures = {};
+  const pending = new Set();
+  const timers = [];
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  const tick = (i) => {
+    if (performance.now() >= end) return;
+    timers[i] = setTimeout(() => tick(i), PERIOD_MS);
+    const started = performance.now();
+    const job = startJob(i).then(
+      () => latencies.push(performance.now() - started),
+      (err) => {
+        const code = err?.code ?? err?.message ?? String(err);
+        failures[code] = (failures[code] ?? 0) + 1;
+      },
+    );
+    pending.add(job);
+    void job.then(() => pending.delete(job));
+  };
+  for (let i = 0; i < owners; i++) timers[i] = setTimeout(() => tick(i), (i * PERIOD_MS) / owners);
+  await sleep(seconds * 1000);
+  for (const timer of timers) clearTimeout(timer);
+  await Promise.all(pending);
+  const wallMs = performance.now() - t0;
+  delay.disable();
+  latencies.sort((a, b) => a - b);
+  const failed = Object.values(failures).reduce((n, x) => n + x, 0);
+  return {
+    p99ms: delay.percentile(99) / 1e6,
+    maxms: delay.max / 1e6,
+    done: latencies.length,
+    failed,
+    failures,
+    jobsPerS: (latencies.length + failed) / (wallMs / 1000),
+    latencyP50: latencies[Math.floor(latencies.length / 2)] ?? Number.NaN,
+    latencyP99: latencies[Math.floor(latencies.length * 0.99)] ?? Number.NaN,
+  };
+}
+
+// What is not zero in `rt.stats()` once disposed: every number and boolean, except the
+// configuration it also reports (containment, the sandbox's mode and uid).
+function nonZeroCounters(stats) {
+  const left = [];
+  const walk = (value, path) => {
+    if (typeof value === 'number' || typeof value === 'boolean') {
+      if (value !== 0 && value !== false) left.push(`${path}=${value}`);
+    } else if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      for (const [key, inner] of Object.entries(value)) walk(inner, path ? `${path}.${key}` : key);
+    }
+  };
+  const { containment, sandbox, ...counters } = stats;
+  walk({ ...counters, sandbox: { enclaves: sandbox?.enclaves ?? 0 } }, '');
+  return left;
+}
+
+// One raw job: bash -c JOB, its stdout read to the end as text.
+function rawJob() {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/bin/bash', ['-c', JOB], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk) => {
+      text += chunk;
+    });
+    child.stderr.resume();
+    child.on('error', reject);
+    child.on('close', () => (text === 'tick\n' ? resolve() : reject(new Error('raw job output'))));
+  });
+}
+
+// Raw: the terminals on a worker thread of raw node-pty (opened 1, then owners − 1).
+async function raw(owners, seconds) {
+  const rss0 = await collectedRss();
+  const heap0 = heapNow();
+  const heapTotal0 = process.memoryUsage().heapTotal;
+  const worker = new Worker(new URL('./raw-pty-worker.js', import.meta.url), {
+    workerData: { cwd: process.cwd() },
+  });
+  const reply = (type) =>
+    new Promise((resolve, reject) => {
+      const on = (message) => {
+        if (message.type !== type) return;
+        worker.off('message', on);
+        resolve(message);
+      };
+      worker.on('message', on);
+      worker.once('error', reject);
+    });
+  const open = async (count) => {
+    const idle = reply('idle');
+    worker.postMessage({ type: 'open', count });
+    return idle;
+  };
+  const first = await open(1);
+  const rssOne = await collectedRss();
+  const opened = await timed(() => open(owners - 1));
+  await sleep(1_000);
+  const rssIdle = await collectedRss();
+  const children = descendants();
+  const limits = limitsNow();
+  const jobs = await jobPhase(owners, seconds, () => rawJob());
+  const rssJobs = await collectedRss();
+  const disposed = await timed(async () => {
+    const closed = reply('closed');
+    worker.postMessage({ type: 'close' });
+    await closed;
+    await worker.terminate();
+  });
+  const { rssAfter, backMs, heapTotal } = await rssBack(rss0);
+  return {
+    backMs,
+    heapTotal0,
+    heapTotal,
+    rss0,
+    rssOne,
+    rssIdle,
+    rssJobs,
+    rssAfter,
+    openMs: opened.ms,
+    children,
+    limits,
+    jobs,
+    disposeMs: disposed.ms,
+    mainHeapPerTerminal: 0,
+    workerHeapPerTerminal:
+      (opened.result.heapUsed + opened.result.external - first.heapUsed - first.external) / (owners - 1),
+    heap0,
+    heapAfter: heapNow(),
+    openFailures: {},
+    left: descendants().count,
+    counters: [],
+  };
+}
+
+// Tether: a runtime with its defaults; each owner a host lease with one terminal (opened 1, then
+// owners − 1, all at once) and its jobs through shell.background, read to the end (bench/drive.js).
+async function tether(owners, seconds) {
+  const rss0 = await collectedRss();
+  const heap0 = heapNow();
+  const heapTotal0 = process.memoryUsage().heapTotal;
+  const rt = await createRuntime();
+  const leases = Array.from({ length: owners }, () => rt.owners.host());
+  const openFailures = {};
+  const openOne = (lease) =>
+    rt.terminals.open(lease.token).catch((err) => {
+      openFailures[err.code ?? err.message] = (openFailures[err.code ?? err.message] ?? 0) + 1;
+    });
+  await openOne(leases[0]);
+  const rssOne = await collectedRss();
+  const heapOne = process.memoryUsage();
+  const opened = await timed(() => Promise.all(leases.slice(1).map(openOne)));
+  await sleep(1_000);
+  const rssIdle = await collectedRss();
+  const heapIdle = process.memoryUsage();
+  const idle = (await Promise.all(leases.map((l) => rt.terminals.list(l.token)))).flat();
+  const notIdle = idle.filter((t) => t.state !== 'idle').length;
+  const children = descendants();
+  const limits = limitsNow();
+  const jobs = await jobPhase(owners, seconds, (i) => readJobToEnd(rt, leases[i], JOB));
+  const rssJobs = await collectedRss();
+  const disposed = await timed(() => rt.dispose());
+  const { rssAfter, backMs, heapTotal } = await rssBack(rss0);
+  return {
+    backMs,
+    heapTotal0,
+    heapTotal,
+    rss0,
+    rssOne,
+    rssIdle,
+    rssJobs,
+    rssAfter,
+    openMs: opened.ms,
+    children,
+    limits,
+    jobs,
+    disposeMs: disposed.ms,
+    mainHeapPerTerminal:
+      (heapIdle.heapUsed + heapIdle.external - heapOne.heapUsed - heapOne.external) / (owners - 1),
+    workerHeapPerTerminal: Number.NaN,
+    heap0,
+    heapAfter: heapNow(),
+    openFailures,
+    notIdle,
+    terminals: idle.length,
+    left: descendants().count,
+    counters: nonZeroCounters(rt.stats()),
+    stats: rt.stats(),
+  };
+}
+
+/** Table rows for bench/run.js: [benchmark, raw, tether, ratio, goal, note]. */
+export async function rows(quick) {
+  const load0 = loadavg()[0];
+  checkLoad('before the owners benchmark');
+  const env = (name, full, small) => Number(process.env[name] ?? (quick ? small : full));
+  const owners = env('TETHER_BENCH_OWNERS', 1_000, 50);
+  const seconds = env('TETHER_BENCH_OWNERS_SECONDS', 60, 10);
+  const runs = env('TETHER_BENCH_RUNS', 5, 1);
+  const all = { raw: [], tether: [] };
+  for (let i = 0; i < runs; i++) {
+    all.raw.push(await raw(owners, seconds));
+    all.tether.push(await tether(owners, seconds));
+  }
+  const load1 = loadavg()[0];
+  const of = (side, f) => all[side].map(f);
+  const both = (f, digits) => [sp(of('raw', f), digits), sp(of('tether', f), digits)];
+  const withRatio = (f, digits) => [...both(f, digits), ratio(of('tether', f), of('raw', f))];
+  const kb = (x) => x / 1024;
+  const mb = (x) => x / 2 ** 20;
+  const perTerminal = (m) => kb((m.rssIdle - m.rssOne) / (owners - 1));
+  const size = `${owners} owners × (1 idle terminal + \`${JOB}\` every ${PERIOD_MS / 1000} s for ${seconds} s)`;
+  const t = all.tether;
+  const last = t.at(-1);
+  const failures = (side) =>
+    JSON.stringify(
+      all[side].reduce((acc, m) => {
+        for (const [code, n] of Object.entries({ ...m.openFailures, ...m.jobs.failures }))
+          acc[code] = (acc[code] ?? 0) + n;
+        return acc;
+      }, {}),
+    );
+  return [
+    [
+      `P8 ${size}: open ${owners - 1} terminals at once to idle, s (${runs} interleaved runs)`,
+      ...withRatio((m) => m.openMs / 1000, 2),
+      '—',
+      `load ${fmt(load0, 2)} → ${fmt(load1, 2)}; tether terminals idle ${t.map((m) => m.terminals - m.notIdle).join(', ')} of ${owners}; raw on a worker thread`,
+    ],
+    [
+      'P8 host RSS per idle terminal, KiB ((all idle − first idle) / (owners − 1), after GC)',
+      ...withRatio(perTerminal, 0),
+      '—',
+      `tether main isolate heap + external per terminal ${sp(
+        t.map((m) => kb(m.mainHeapPerTerminal)),
+        1,
+      )} KiB (the rest: PTY worker heap, node-pty, malloc); raw worker heap ${sp(
+        of('raw', (m) => kb(m.workerHeapPerTerminal)),
+        1,
+      )} KiB; fixed cost (first terminal idle − before start) raw ${sp(
+        of('raw', (m) => mb(m.rssOne - m.rss0)),
+        0,
+      )}, tether ${sp(
+        t.map((m) => mb(m.rssOne - m.rss0)),
+        0,
+      )} MiB`,
+    ],
+    [
+      'P8 children per idle terminal (all descendants at idle): Pss KiB / Rss KiB',
+      `${sp(
+        of('raw', (m) => kb(m.children.pss / owners)),
+        0,
+      )} / ${sp(
+        of('raw', (m) => kb(m.children.rss / owners)),
+        0,
+      )}`,
+      `${sp(
+        t.map((m) => kb(m.children.pss / owners)),
+        0,
+      )} / ${sp(
+        t.map((m) => kb(m.children.rss / owners)),
+        0,
+      )}`,
+      ratio(
+        t.map((m) => m.children.pss),
+        of('raw', (m) => m.children.pss),
+      ),
+      '—',
+      `descendants raw ${of('raw', (m) => m.children.count).join(', ')}, tether ${t.map((m) => m.children.count).join(', ')} (its spawner included); PTYs in use ${last.limits.ptys} of ${last.limits.ptyMax}, fds ${last.limits.fds} of ${last.limits.nofile}`,
+    ],
+    [
+      `P8 loop p99 ms over the jobs phase (${seconds} s)`,
+      ...withRatio((m) => m.jobs.p99ms, 1),
+      'p99 ≤ 5',
+      '',
+    ],
+    ['P8 loop max ms over the jobs phase', ...withRatio((m) => m.jobs.maxms, 0), '—', ''],
+    [
+      'P8 jobs read to the end (failed) per run; jobs/s',
+      `${of('raw', (m) => `${m.jobs.done} (${m.jobs.failed})`).join(', ')}; ${sp(
+        of('raw', (m) => m.jobs.jobsPerS),
+        0,
+      )}`,
+      `${t.map((m) => `${m.jobs.done} (${m.jobs.failed})`).join(', ')}; ${sp(
+        t.map((m) => m.jobs.jobsPerS),
+        0,
+      )}`,
+      '',
+      `${(owners * seconds * 1000) / PERIOD_MS} each`,
+      `failures raw ${failures('raw')}, tether ${failures('tether')}`,
+    ],
+    [
+      'P8 job latency (start to last byte read) p50 / p99 ms',
+      `${sp(
+        of('raw', (m) => m.jobs.latencyP50),
+        1,
+      )} / ${sp(
+        of('raw', (m) => m.jobs.latencyP99),
+        1,
+      )}`,
+      `${sp(
+        t.map((m) => m.jobs.latencyP50),
+        1,
+      )} / ${sp(
+        t.map((m) => m.jobs.latencyP99),
+        1,
+      )}`,
+      ratio(
+        t.map((m) => m.jobs.latencyP50),
+        of('raw', (m) => m.jobs.latencyP50),
+      ),
+      '—',
+      'p50 ratio',
+    ],
+    [
+      'P8 RSS growth over the jobs phase per finished job, bytes (finished jobs stay queryable until their owner ends)',
+      ...withRatio((m) => (m.rssJobs - m.rssIdle) / Math.max(1, m.jobs.done), 0),
+      '—',
+      '',
+    ],
+    [
+      'P8 dispose (all terminals and jobs) to quiescence, s',
+      ...withRatio((m) => m.disposeMs / 1000, 2),
+      '—',
+      `descendants left after: raw ${of('raw', (m) => m.left).join(', ')}, tether ${t.map((m) => m.left).join(', ')}`,
+    ],
+    [
+      'P8 RSS after dispose against before start (after GC), %',
+      ...both((m) => ((m.rssAfter - m.rss0) / m.rss0) * 100, 1),
+      '',
+      'within 10 %',
+      `after dispose, back within 10 % after raw ${sp(
+        of('raw', (m) => m.backMs / 1000),
+        1,
+      )}, tether ${sp(
+        t.map((m) => m.backMs / 1000),
+        1,
+      )} s (polled each second up to 30 s: V8 returns free heap pages when its memory reducer runs); main heap committed MiB before → after, tether ${t.map((m) => `${fmt(mb(m.heapTotal0), 0)} → ${fmt(mb(m.heapTotal), 0)}`).join(', ')}; MiB before → after, tether: ${t.map((m) => `${fmt(mb(m.rss0), 0)} → ${fmt(mb(m.rssAfter), 0)}`).join(', ')}; main heap + external MiB before → after: raw ${of('raw', (m) => `${fmt(mb(m.heap0), 1)} → ${fmt(mb(m.heapAfter), 1)}`).join(', ')}, tether ${t.map((m) => `${fmt(mb(m.heap0), 1)} → ${fmt(mb(m.heapAfter), 1)}`).join(', ')}`,
+    ],
+    [
+      'P8 `rt.stats()` after dispose: counters not zero',
+      '',
+      t.map((m) => (m.counters.length === 0 ? 'none' : m.counters.join(' '))).join('; '),
+      '',
+      'all zero',
+      `last: ${JSON.stringify({ ...last.stats, sandbox: undefined, agents: undefined })}`,
+    ],
+  ];
+}
+
+// `node --expose-gc bench/owners.js` runs this section alone (TETHER_BENCH_QUICK=1: 50 owners × 10 s).
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  for (const row of await rows(process.env.TETHER_BENCH_QUICK === '1')) console.log(`| ${row.join(' | ')} |`);
+}
