@@ -1,44 +1,14 @@
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chownSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { reapCommand } from '../../src/cli/reap-command.js';
-import { createRuntime, type Fact, type Runtime, TetherError } from '../../src/index.js';
+import { createRuntime, TetherError } from '../../src/index.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import { until } from '../remote/remote-waits.js';
-import { crash, type PersistChild, startPersistChild } from './persist-child.js';
+import { crash } from './persist-child.js';
+import { persistFixtures } from './persist-fixtures.js';
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-function scratch(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'tether-persist-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-async function child(opts: Parameters<typeof startPersistChild>[0]): Promise<PersistChild> {
-  const started = await startPersistChild(opts);
-  cleanups.push(() => {
-    started.process.kill('SIGKILL');
-    return started.exited;
-  });
-  return started;
-}
-
-async function runtime(
-  stateDir: string,
-  name: string,
-  lingerMs = 20_000,
-): Promise<{ rt: Runtime; facts: Fact[] }> {
-  const rt = await createRuntime({ stateDir, persist: { name, lingerMs }, limits: { cleanupGraceMs: 300 } });
-  const facts: Fact[] = [];
-  rt.observe((fact) => facts.push(fact), { replay: true });
-  cleanups.push(() => rt.dispose());
-  return { rt, facts };
-}
+const { scratch, child, runtime } = persistFixtures();
 
 const codeOf = (err: unknown) => (err instanceof TetherError ? err.code : String(err));
 const alive = (pid: number) => existsSync(`/proc/${pid}`);

@@ -1,47 +1,12 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createRuntime, type Fact, type Runtime } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import { until } from '../remote/remote-waits.js';
-import { crash, type PersistChild, startPersistChild } from './persist-child.js';
+import { crash } from './persist-child.js';
+import { persistFixtures } from './persist-fixtures.js';
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-function scratch(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'tether-persist-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-async function child(opts: Parameters<typeof startPersistChild>[0]): Promise<PersistChild> {
-  const started = await startPersistChild(opts);
-  cleanups.push(() => {
-    started.process.kill('SIGKILL');
-    return started.exited;
-  });
-  return started;
-}
-
-async function runtime(
-  stateDir: string,
-  name: string,
-  lingerMs = 20_000,
-): Promise<{ rt: Runtime; facts: Fact[] }> {
-  const rt = await createRuntime({
-    stateDir,
-    persist: { name, lingerMs },
-    limits: { cleanupGraceMs: 300, jobRetentionChars: 4_194_304 },
-  });
-  const facts: Fact[] = [];
-  rt.observe((fact) => facts.push(fact), { replay: true });
-  cleanups.push(() => rt.dispose());
-  return { rt, facts };
-}
+const { scratch, child, runtime } = persistFixtures({ jobRetentionChars: 4_194_304 });
 
 // Every `line-<n>` of `text`, in order; the text must end at a line's end.
 function numbers(text: string): number[] {
