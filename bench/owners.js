@@ -200,44 +200,28 @@ function rawJob() {
   });
 }
 
-// Raw: the terminals on a worker thread of raw node-pty (opened 1, then owners − 1).
-async function raw(owners, seconds) {
+// What both sides measure the same way around a side's own work: RSS before it starts, once its
+// first terminal is idle, once all are (1 s after the last opened), after the jobs phase and
+// after its dispose; descendants and limits at idle; the heap before and after. `start()` makes
+// the side: { open(count), job(i), dispose(), mainHeap?, perTerminal(...), atIdle?(), atEnd() }.
+async function measured(owners, seconds, start) {
   const rss0 = await collectedRss();
   const heap0 = heapNow();
   const heapTotal0 = process.memoryUsage().heapTotal;
-  const worker = new Worker(new URL('./raw-pty-worker.js', import.meta.url), {
-    workerData: { cwd: process.cwd() },
-  });
-  const reply = (type) =>
-    new Promise((resolve, reject) => {
-      const on = (message) => {
-        if (message.type !== type) return;
-        worker.off('message', on);
-        resolve(message);
-      };
-      worker.on('message', on);
-      worker.once('error', reject);
-    });
-  const open = async (count) => {
-    const idle = reply('idle');
-    worker.postMessage({ type: 'open', count });
-    return idle;
-  };
-  const first = await open(1);
+  const side = await start();
+  const first = await side.open(1);
   const rssOne = await collectedRss();
-  const opened = await timed(() => open(owners - 1));
+  const heapOne = side.mainHeap ? process.memoryUsage() : null;
+  const opened = await timed(() => side.open(owners - 1));
   await sleep(1_000);
   const rssIdle = await collectedRss();
+  const heapIdle = side.mainHeap ? process.memoryUsage() : null;
+  const idle = (await side.atIdle?.()) ?? {};
   const children = descendants();
   const limits = limitsNow();
-  const jobs = await jobPhase(owners, seconds, () => rawJob());
+  const jobs = await jobPhase(owners, seconds, side.job);
   const rssJobs = await collectedRss();
-  const disposed = await timed(async () => {
-    const closed = reply('closed');
-    worker.postMessage({ type: 'close' });
-    await closed;
-    await worker.terminate();
-  });
+  const disposed = await timed(() => side.dispose());
   const { rssAfter, backMs, heapTotal } = await rssBack(rss0);
   return {
     backMs,
@@ -253,71 +237,87 @@ async function raw(owners, seconds) {
     limits,
     jobs,
     disposeMs: disposed.ms,
-    mainHeapPerTerminal: 0,
-    workerHeapPerTerminal:
-      (opened.result.heapUsed + opened.result.external - first.heapUsed - first.external) / (owners - 1),
+    ...side.perTerminal({ first, rest: opened.result, heapOne, heapIdle }),
     heap0,
     heapAfter: heapNow(),
-    openFailures: {},
+    ...idle,
     left: descendants().count,
-    counters: [],
+    ...side.atEnd(),
   };
+}
+
+// Raw: the terminals on a worker thread of raw node-pty (opened 1, then owners − 1).
+function raw(owners, seconds) {
+  return measured(owners, seconds, () => {
+    const worker = new Worker(new URL('./raw-pty-worker.js', import.meta.url), {
+      workerData: { cwd: process.cwd() },
+    });
+    const reply = (type) =>
+      new Promise((resolve, reject) => {
+        const on = (message) => {
+          if (message.type !== type) return;
+          worker.off('message', on);
+          resolve(message);
+        };
+        worker.on('message', on);
+        worker.once('error', reject);
+      });
+    return {
+      open(count) {
+        const idle = reply('idle');
+        worker.postMessage({ type: 'open', count });
+        return idle;
+      },
+      job: () => rawJob(),
+      async dispose() {
+        const closed = reply('closed');
+        worker.postMessage({ type: 'close' });
+        await closed;
+        await worker.terminate();
+      },
+      perTerminal: ({ first, rest }) => ({
+        mainHeapPerTerminal: 0,
+        workerHeapPerTerminal:
+          (rest.heapUsed + rest.external - first.heapUsed - first.external) / (owners - 1),
+      }),
+      atEnd: () => ({ openFailures: {}, counters: [] }),
+    };
+  });
 }
 
 // Tether: a runtime with its defaults; each owner a host lease with one terminal (opened 1, then
 // owners − 1, all at once) and its jobs through shell.background, read to the end (bench/drive.js).
-async function tether(owners, seconds) {
-  const rss0 = await collectedRss();
-  const heap0 = heapNow();
-  const heapTotal0 = process.memoryUsage().heapTotal;
-  const rt = await createRuntime();
-  const leases = Array.from({ length: owners }, () => rt.owners.host());
-  const openFailures = {};
-  const openOne = (lease) =>
-    rt.terminals.open(lease.token).catch((err) => {
-      openFailures[err.code ?? err.message] = (openFailures[err.code ?? err.message] ?? 0) + 1;
-    });
-  await openOne(leases[0]);
-  const rssOne = await collectedRss();
-  const heapOne = process.memoryUsage();
-  const opened = await timed(() => Promise.all(leases.slice(1).map(openOne)));
-  await sleep(1_000);
-  const rssIdle = await collectedRss();
-  const heapIdle = process.memoryUsage();
-  const idle = (await Promise.all(leases.map((l) => rt.terminals.list(l.token)))).flat();
-  const notIdle = idle.filter((t) => t.state !== 'idle').length;
-  const children = descendants();
-  const limits = limitsNow();
-  const jobs = await jobPhase(owners, seconds, (i) => readJobToEnd(rt, leases[i], JOB));
-  const rssJobs = await collectedRss();
-  const disposed = await timed(() => rt.dispose());
-  const { rssAfter, backMs, heapTotal } = await rssBack(rss0);
-  return {
-    backMs,
-    heapTotal0,
-    heapTotal,
-    rss0,
-    rssOne,
-    rssIdle,
-    rssJobs,
-    rssAfter,
-    openMs: opened.ms,
-    children,
-    limits,
-    jobs,
-    disposeMs: disposed.ms,
-    mainHeapPerTerminal:
-      (heapIdle.heapUsed + heapIdle.external - heapOne.heapUsed - heapOne.external) / (owners - 1),
-    workerHeapPerTerminal: Number.NaN,
-    heap0,
-    heapAfter: heapNow(),
-    openFailures,
-    notIdle,
-    terminals: idle.length,
-    left: descendants().count,
-    counters: nonZeroCounters(rt.stats()),
-    stats: rt.stats(),
-  };
+function tether(owners, seconds) {
+  return measured(owners, seconds, async () => {
+    const rt = await createRuntime();
+    const leases = Array.from({ length: owners }, () => rt.owners.host());
+    const openFailures = {};
+    const openOne = (lease) =>
+      rt.terminals.open(lease.token).catch((err) => {
+        openFailures[err.code ?? err.message] = (openFailures[err.code ?? err.message] ?? 0) + 1;
+      });
+    let opened = 0;
+    return {
+      open(count) {
+        const some = leases.slice(opened, opened + count);
+        opened += count;
+        return Promise.all(some.map(openOne));
+      },
+      job: (i) => readJobToEnd(rt, leases[i], JOB),
+      dispose: () => rt.dispose(),
+      mainHeap: true,
+      perTerminal: ({ heapOne, heapIdle }) => ({
+        mainHeapPerTerminal:
+          (heapIdle.heapUsed + heapIdle.external - heapOne.heapUsed - heapOne.external) / (owners - 1),
+        workerHeapPerTerminal: Number.NaN,
+      }),
+      async atIdle() {
+        const idle = (await Promise.all(leases.map((l) => rt.terminals.list(l.token)))).flat();
+        return { notIdle: idle.filter((t) => t.state !== 'idle').length, terminals: idle.length };
+      },
+      atEnd: () => ({ openFailures, counters: nonZeroCounters(rt.stats()), stats: rt.stats() }),
+    };
+  });
 }
 
 /** Table rows for bench/run.js: [benchmark, raw, tether, ratio, goal, note]. */
