@@ -76,11 +76,12 @@ describe('persisted runtime (K6)', () => {
     const lines = 60_000;
     // 2- and 4-byte characters (one and two UTF-16 units): bytes and characters differ.
     const script = `import sys\nfor i in range(1, ${lines} + 1): sys.stdout.write("\\u00e9\\U0001F600 %d\\n" % i)\nsys.stdout.flush()`;
-    const command = `python3 -c '${script}'; sleep 60`;
+    const written = join(stateDir, 'written');
+    const command = `python3 -c '${script}' && : > ${written}; sleep 60`;
     const old = await child({ stateDir, name: 'utf', lingerMs: 20_000, jobs: [command], retention: 65_536 });
     const jobId = old.ready.jobs[0]!;
     const expected = Array.from({ length: lines }, (_, i) => `\u00e9\u{1F600} ${i + 1}\n`).join('');
-    await new Promise((r) => setTimeout(r, 1500)); // the lines are written (the job sleeps)
+    await until('the job wrote every line (it sleeps now)', () => existsSync(written), Boolean);
     await crash(old);
     const { rt } = await runtime(stateDir, 'utf');
     const [job] = await rt.resumable();
