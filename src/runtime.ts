@@ -200,6 +200,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     stateDir: opts.stateDir,
     spillRoot: opts.spillDir,
     graceMs: opts.cleanupGraceMs,
+    nice: opts.nice,
   });
   const facts = createFactStream(opts.inspect ? { userInspect: opts.inspect } : {});
   let log: Awaited<ReturnType<typeof openFactLog>> | null = null;
@@ -251,10 +252,11 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   // The runtime owns every provider it was handed or made (S2, S5): dispose releases each.
   // P1: local children start from the small spawner process, not by forking this one.
   // K3: its FIFO directory is below the state dir, where recovery finds what a crash left.
-  // Issue 30.6: its children run `nice` levels below this process.
-  const spawner = given ? null : startSpawner(undefined, boundary.spawnerDir, opts.nice);
+  // Issue 30.6: its children run `nice` levels below this process, all in one CPU group.
+  const { cpuGroup } = boundary;
+  const spawner = given ? null : startSpawner(undefined, boundary.spawnerDir, opts.nice, cpuGroup?.procs);
   let current: SubprocessProvider =
-    given ?? createLocalProvider({ env: opts.env, containment: boundary.containment, spawner });
+    given ?? createLocalProvider({ env: opts.env, containment: boundary.containment, spawner, cpuGroup });
   const providers = new Set([current]);
   // X4: a provider per owner; sandboxed and isolated owners get an enclave of their own (A3, K5).
   const placement = createPlacement({

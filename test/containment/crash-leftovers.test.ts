@@ -1,10 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/index.js';
-import { readIdentity, signalIdentity } from '../../src/subprocess/identity.js';
+import { signalIdentity } from '../../src/subprocess/identity.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { spawnerOf } from '../support/spawner-of.js';
 import { startCrashChild } from './crash-child.js';
 
 const cleanups: (() => unknown)[] = [];
@@ -62,15 +63,3 @@ describe('crash leftovers', () => {
     },
   );
 });
-
-// The host's build/tether-spawner child.
-function spawnerOf(host: number) {
-  for (const name of readdirSync('/proc')) {
-    try {
-      const status = readFileSync(`/proc/${name}/status`, 'utf8');
-      if (/^Name:\s+tether-spawner$/m.test(status) && new RegExp(`^PPid:\\s+${host}$`, 'm').test(status))
-        return readIdentity(Number(name));
-    } catch {}
-  }
-  return null;
-}

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, type Runtime, TetherError } from '../../src/index.js';
 import { probeCgroup } from '../../src/subprocess/containment/cgroup-fs.js';
 import { waitFor } from '../support/spawn-tree.js';
+import { spawnerOf } from '../support/spawner-of.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -174,7 +175,7 @@ describe('shell and owners refuse bad input with a TetherError', () => {
       await rt.shell.run({ command: 'true' });
       const spawner = spawnerOf(process.pid);
       expect(spawner).not.toBeNull();
-      process.kill(spawner!, 'SIGKILL');
+      process.kill(spawner!.pid, 'SIGKILL');
       await waitFor(() => (spawnerOf(process.pid) === null ? true : null), 'the spawner to die');
       const fallback = await rejection(() => rt.shell.run(big));
       expect(fallback).toBeInstanceOf(TetherError);
@@ -200,20 +201,3 @@ describe('shell and owners refuse bad input with a TetherError', () => {
     expect(warnings).not.toContain('MaxListenersExceededWarning');
   });
 });
-
-// The live build/tether-spawner child of `host`, or null.
-function spawnerOf(host: number): number | null {
-  for (const name of readdirSync('/proc')) {
-    try {
-      const status = readFileSync(`/proc/${name}/status`, 'utf8');
-      const state = /^State:\s+(\S)/m.exec(status)?.[1];
-      if (
-        /^Name:\s+tether-spawner$/m.test(status) &&
-        new RegExp(`^PPid:\\s+${host}$`, 'm').test(status) &&
-        state !== 'Z'
-      )
-        return Number(name);
-    } catch {}
-  }
-  return null;
-}

@@ -19,21 +19,9 @@ export type CgroupProbe =
  * ```
  */
 export function probeCgroup(): CgroupProbe {
-  const mountinfo = readText('/proc/self/mountinfo');
-  const own = readText('/proc/self/cgroup');
-  if (mountinfo === null || own === null) return { ok: false, reason: 'there is no /proc (not Linux)' };
-  // mountinfo: id parent major:minor root mountpoint options - fstype source superoptions
-  const mount = mountinfo
-    .split('\n')
-    .map((line) => line.split(' '))
-    .find((f) => f[f.indexOf('-') + 1] === 'cgroup2');
-  if (mount === undefined) return { ok: false, reason: 'no cgroup v2 hierarchy is mounted' };
-  const [root, mountpoint] = [unescapeOctal(mount[3] ?? '/'), unescapeOctal(mount[4] ?? '')];
-  const line = own.split('\n').find((l) => l.startsWith('0::'));
-  if (line === undefined) return { ok: false, reason: 'this process is in no cgroup v2 group' };
-  let path = line.slice(3);
-  if (root !== '/' && path.startsWith(root)) path = path.slice(root.length);
-  const self = join(mountpoint, path);
+  const found = ownCgroupDir(null);
+  if (!found.ok) return found;
+  const { mount: mountpoint, self } = found;
   try {
     accessSync(join(self, 'cgroup.procs'), constants.W_OK);
     accessSync(self, constants.W_OK);
@@ -44,6 +32,50 @@ export function probeCgroup(): CgroupProbe {
     };
   }
   return { ok: true, mount: mountpoint, self };
+}
+
+/**
+ * This process's directory in a mounted cgroup hierarchy: the v2 one (`controller` null) or the
+ * v1 one that carries `controller` (hybrid hosts: `cpu` at e.g. `/sys/fs/cgroup/cpu`), from
+ * `/proc/self/mountinfo` joined with this process's line of `/proc/self/cgroup`.
+ *
+ * @example
+ * ```ts
+ * ownCgroupDir('cpu'); // { ok: true, mount: '/sys/fs/cgroup/cpu', self: '/sys/fs/cgroup/cpu' }
+ * ```
+ */
+export function ownCgroupDir(controller: string | null): CgroupProbe {
+  const mountinfo = readText('/proc/self/mountinfo');
+  const own = readText('/proc/self/cgroup');
+  if (mountinfo === null || own === null) return { ok: false, reason: 'there is no /proc (not Linux)' };
+  // mountinfo: id parent major:minor root mountpoint options - fstype source superoptions
+  const carries = (f: string[]) => {
+    const at = f.indexOf('-');
+    return controller === null
+      ? f[at + 1] === 'cgroup2'
+      : f[at + 1] === 'cgroup' && (f[at + 3] ?? '').split(',').includes(controller);
+  };
+  const mount = mountinfo
+    .split('\n')
+    .map((line) => line.split(' '))
+    .find(carries);
+  const hierarchy = controller === null ? 'cgroup v2' : `cgroup v1 ${controller}`;
+  if (mount === undefined) return { ok: false, reason: `no ${hierarchy} hierarchy is mounted` };
+  const [root, mountpoint] = [unescapeOctal(mount[3] ?? '/'), unescapeOctal(mount[4] ?? '')];
+  // /proc/self/cgroup: hierarchy-id:controllers:path (v2: `0::path`).
+  const line = own
+    .split('\n')
+    .map((l) => /^(\d+):([^:]*):(.*)$/.exec(l))
+    .find(
+      (m) =>
+        m !== null &&
+        (controller === null ? m[1] === '0' && m[2] === '' : m[2]!.split(',').includes(controller)),
+    );
+  if (line === undefined || line === null)
+    return { ok: false, reason: `this process is in no ${hierarchy} group` };
+  let path = line[3]!;
+  if (root !== '/' && path.startsWith(root)) path = path.slice(root.length);
+  return { ok: true, mount: mountpoint, self: join(mountpoint, path) };
 }
 
 // mountinfo escapes space, tab, newline and backslash as octal.

@@ -6,6 +6,7 @@ import { cgroupPids, isPopulated, killCgroup, removeCgroup } from './cgroup-fs.j
 import { waitUnpopulated } from './cgroup-watch.js';
 import { listLabelledContainers, type RecoveredContainer, removeContainersOf } from './container-sweep.js';
 import type { ContainmentMode } from './containment-types.js';
+import { sweepDeadCpuGroups } from './cpu-group.js';
 import { sweepDeadRuntime } from './dead-runtime-sweep.js';
 import {
   claimRecord,
@@ -93,6 +94,8 @@ export async function reapDeadRuntimes(stateDir: string, opts: ReapOptions): Pro
     rmSync(spawnerFifoDir(stateDir, entry.record.runtimeId), { recursive: true, force: true });
     removeRuntimeRecord(claim);
   }
+  // Issue 30.6: the CPU groups of crashed runtimes, empty once their trees were killed above.
+  sweepDeadCpuGroups();
   return reaped;
 }
 

@@ -4,6 +4,7 @@ import { readIdentity } from '../identity.js';
 import { processTreePrefix } from '../marker.js';
 import { type ContainmentRequest, createContainment } from './containment.js';
 import type { Containment } from './containment-types.js';
+import { type CpuGroup, openCpuGroup } from './cpu-group.js';
 import { processScope, removeRuntimeRecord, spawnerFifoDir, writeRuntimeRecord } from './ledger.js';
 import { type RecoveredRuntime, reapDeadRuntimes } from './reaper.js';
 import { openStateDir, unusable } from './state-dir.js';
@@ -18,7 +19,9 @@ export interface RuntimeBoundary {
   readonly spawnerDir: string;
   /** What the reap at start found of dead runtimes of the same state directory. */
   readonly recovered: readonly RecoveredRuntime[];
-  /** After every tree is dead: removes the cgroup and the ledger record. */
+  /** The one CPU weight of all its trees (issue 30.6), or null where there is none. */
+  readonly cpuGroup: CpuGroup | null;
+  /** After every tree is dead: removes the cgroups and the ledger record. */
   close(): Promise<void>;
 }
 
@@ -28,6 +31,8 @@ export interface RuntimeBoundaryOptions {
   /** The spill root, or `false`. */
   readonly spillRoot: string | false;
   readonly graceMs: number;
+  /** How much nicer than this process its trees run together (`createRuntime({ nice })`). */
+  readonly nice: number;
 }
 
 let runtimes = 0;
@@ -51,7 +56,7 @@ export function defaultStateDir(): string {
  *
  * @example
  * ```ts
- * const boundary = await openRuntimeBoundary({ containment: 'auto', stateDir, spillRoot, graceMs: 2000 });
+ * const boundary = await openRuntimeBoundary({ containment: 'auto', stateDir, spillRoot, graceMs: 2000, nice: 10 });
  * // ... the runtime runs; every tree was killed ...
  * await boundary.close();
  * ```
@@ -88,14 +93,17 @@ export async function openRuntimeBoundary(opts: RuntimeBoundaryOptions): Promise
     await containment.dispose();
     throw unusable(opts.stateDir, err);
   }
+  const cpuGroup = openCpuGroup(runtimeId, opts.nice);
   return {
     runtimeId,
     containment,
     spillDir,
     spawnerDir: spawnerFifoDir(opts.stateDir, runtimeId),
     recovered,
+    cpuGroup,
     async close() {
       await containment.dispose();
+      cpuGroup?.close();
       removeRuntimeRecord(record);
     },
   };

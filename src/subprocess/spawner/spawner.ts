@@ -124,8 +124,9 @@ export function spawnerBinary(): string | null {
  * Starts the spawner process, or returns null when there is no spawner binary. Its FIFOs go in
  * `fifoAt` (created, mode 0700: a runtime passes one below its state directory, so recovery
  * removes what a crash left, K3), else in a fresh `$TMPDIR/tether-spawn-XXXXXX`. Its children
- * run `nice` levels nicer than this process, in a session autogroup of that nice (S1, issue 30.6:
- * `createRuntime({ nice })`).
+ * run `nice` levels nicer than this process, in a session autogroup of that nice, and join the
+ * CPU group whose `cgroup.procs` is `cpuProcs` when one is given (S1, issue 30.6:
+ * `createRuntime({ nice })`, cpu-group.ts).
  *
  * @example
  * ```ts
@@ -135,13 +136,22 @@ export function spawnerBinary(): string | null {
  * await spawner?.dispose();
  * ```
  */
-export function startSpawner(binary = spawnerBinary(), fifoAt?: string, nice = 0): Spawner | null {
+export function startSpawner(
+  binary = spawnerBinary(),
+  fifoAt?: string,
+  nice = 0,
+  cpuProcs?: string,
+): Spawner | null {
   if (binary === null) return null;
   if (fifoAt !== undefined) mkdirSync(fifoAt, { recursive: true, mode: 0o700 });
   const fifoDir = fifoAt ?? mkdtempSync(join(tmpdir(), 'tether-spawn-'));
-  const proc: ChildProcess = spawn(binary, [fifoDir, String(nice)], {
-    stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
-  });
+  const proc: ChildProcess = spawn(
+    binary,
+    [fifoDir, String(nice), ...(cpuProcs === undefined ? [] : [cpuProcs])],
+    {
+      stdio: ['ignore', 'inherit', 'inherit', 'pipe'],
+    },
+  );
   const control = proc.stdio[3] as net.Socket;
   const starts = new Map<
     string,

@@ -31,12 +31,14 @@
  * under the seccomp filter (seccomp-filter.h; 2 also refuses AF_UNIX sockets).
  * Other modes of this binary: `--enter` and `--confine` (enter-mode.h), `--idmap` (idmap-mode.h).
  *
- * Usage: `tether-spawner <fifo-dir> [nice]`. With nice N > 0 every child runs N levels nicer
- * than this process, and its session's autogroup (the kernel's scheduling group of a session,
- * new at its setsid) gets nice N: 64 floods then cannot starve the runtime's event loop, which
- * carries their output, exits and kills (issue 30.6). An unprivileged runtime may get EAGAIN
- * from the autogroup write (the kernel allows ten a second without CAP_SYS_ADMIN); the process
- * nice still holds.
+ * Usage: `tether-spawner <fifo-dir> [nice] [cpu-procs]`. With nice N > 0 every child runs N
+ * levels nicer than this process, and its session's autogroup (the kernel's scheduling group of
+ * a session, new at its setsid) gets nice N. With cpu-procs (the `cgroup.procs` of the runtime's
+ * CPU group, cpu-group.ts) every child joins that group too, and so leaves its autogroup: all
+ * trees together then weigh one process, and 64 floods cannot starve the runtime's event loop,
+ * which carries their output, exits and kills (issue 30.6). Both are best effort: an
+ * unprivileged runtime may get EAGAIN from the autogroup write (the kernel allows ten a second
+ * without CAP_SYS_ADMIN), and the process nice still holds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -75,6 +77,7 @@ static long long start_time(pid_t pid);
 static void close_enclave(struct launch *l, int pid_ns);
 static int own_pid_ns = -1;
 static int nice_level = 0; /* argv[2]: how much nicer than this process children run */
+static const char *cpu_procs = NULL; /* argv[3]: the runtime's CPU group, or NULL */
 
 #define CHILD_STACK (256 * 1024)
 
@@ -139,6 +142,13 @@ static int child(void *arg) {
       char level[4];
       int n = snprintf(level, sizeof level, "%d", nice_level);
       (void)!write(fd, level, (size_t)n);
+      close(fd);
+    }
+  }
+  if (cpu_procs != NULL) {
+    int fd = open(cpu_procs, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      (void)!write(fd, "0", 1); /* a scheduling hint like the nice: never a reason not to run */
       close(fd);
     }
   }
@@ -499,7 +509,7 @@ int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--idmap") == 0) return idmap_main(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "--confine") == 0) return confine_main(argc, argv);
   if (argc < 2) {
-    fprintf(stderr, "usage: tether-spawner <fifo-dir> [nice] (started by tether-runtime)\n");
+    fprintf(stderr, "usage: tether-spawner <fifo-dir> [nice] [cpu-procs] (started by tether-runtime)\n");
     return 2;
   }
   fifo_dir = argv[1];
@@ -510,6 +520,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  if (argc >= 4 && argv[3][0] != '\0') cpu_procs = argv[3];
   pid_t parent = getppid();
   prctl(PR_SET_PDEATHSIG, SIGKILL); /* the runtime's process died: so does its spawner */
   if (getppid() != parent) return 0;
