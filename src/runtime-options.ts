@@ -67,10 +67,13 @@ export interface RuntimeOptions {
   /** Default shell for `-c`; default `/bin/bash`. */
   readonly shell?: string;
   /**
-   * S1: how many nice levels (0–19) below this process every local tree runs (`shell.run`,
-   * jobs; its session's autogroup gets the same nice). Default 10: when the trees take every
-   * CPU, the runtime's event loop — which carries their output, exits and kills — still runs
-   * first (issue 30.6). 0 runs them at the runtime's own priority. Terminals keep it.
+   * S1: how many nice levels (0–19) below this process local trees run. Default 10: when the
+   * trees take every CPU, the runtime's event loop — which carries their output, exits and
+   * kills — still runs first (issue 30.6). Every `shell.run` and job tree runs at that nice, its
+   * session's autogroup too; where a cgroup v1 `cpu` hierarchy can be written (root on a hybrid
+   * host), all trees, terminals included, also share one CPU group `tether-<runtimeId>` that
+   * weighs what one process at that nice weighs (cpu-group.ts). 0 runs them at the runtime's own
+   * priority and makes no group.
    */
   readonly nice?: number;
   /** How the host env is cleaned for children (S3). */
