@@ -14,7 +14,7 @@ import type {
 import { signalForeground } from './foreground-signal.js';
 import { type CaptureMarks, type CaptureReport, EMPTY_CAPTURE } from './marked-capture.js';
 import type { PtyHostRequest } from './pty-protocol.js';
-import { type PtySignalTarget, signalGroupOf, signalTerminal } from './pty-signal.js';
+import { type PtySignalTarget, signalGroupOf, signalSessionShared, signalTerminal } from './pty-signal.js';
 
 /** How a PTY session ended (the seam's {@link TerminalHandleExit}). */
 export type PtyExit = TerminalHandleExit;
@@ -155,7 +155,8 @@ export class HostedPtySession implements PtySession {
 
   kill(): Promise<TreeKillVerdict> {
     this.#killing ??= (async () => {
-      if (this.#exit === null) signalTerminal(this.identity, 'SIGHUP', 'session');
+      // Terminals closed together (dispose, an owner's drain) share the scan for their sessions.
+      if (this.#exit === null) await signalSessionShared(this.identity, 'SIGHUP');
       const verdict = await this.#killTree(this.#graceMs);
       if (verdict.status === 'quiescent') await this.exited;
       return verdict;

@@ -1,6 +1,6 @@
 import { isDeadState, isSameLiveProcess, signalIdentity } from '../identity.js';
 import { hasProcfs, type ProcStat, readProcStat } from '../proc.js';
-import { scanProcSnapshot } from '../proc-snapshot.js';
+import { currentProcSnapshotSeq, procSnapshotAfter, scanProcSnapshot } from '../proc-snapshot.js';
 import type { ProcessIdentity, TerminalSignalTarget } from '../types.js';
 
 /** Which processes of a terminal a signal is for. */
@@ -42,7 +42,7 @@ export function signalTerminal(
   if (!hasProcfs()) return signalGroupOf(leader, signal);
   const stat = readProcStat(leader.pid);
   if (stat === null || isDeadState(stat.state) || stat.startTime !== leader.startTime) return false;
-  if (target === 'session') return signalSession(leader, signal);
+  if (target === 'session') return signalSession(leader, signal, scanProcSnapshot().stats);
   const foreground = stat.tpgid;
   if (foreground <= 0 || !groupInSession(foreground, leader)) return false;
   return killGroup(foreground, signal);
@@ -61,10 +61,29 @@ function groupInSession(pgid: number, leader: ProcessIdentity): boolean {
   return scanProcSnapshot().stats.some(inSession);
 }
 
-// Every live member of the leader's session, one identity-checked signal each.
-function signalSession(leader: ProcessIdentity, signal: NodeJS.Signals): boolean {
+/**
+ * `signalTerminal(leader, signal, 'session')` for a caller that can wait one turn: the /proc
+ * scan that finds the session's members starts after this call, as the synchronous one does,
+ * but every session signalled in the same turn shares it (proc-snapshot.ts). Closing 1,000
+ * terminals at once is then one scan of the machine's processes, not 1,000 (P8).
+ *
+ * @example
+ * ```ts
+ * await Promise.all(sessions.map((s) => signalSessionShared(s.identity, 'SIGHUP')));
+ * ```
+ */
+export async function signalSessionShared(leader: ProcessIdentity, signal: NodeJS.Signals): Promise<boolean> {
+  if (!hasProcfs()) return signalGroupOf(leader, signal);
+  const snap = await procSnapshotAfter(currentProcSnapshotSeq());
+  const stat = snap.byPid.get(leader.pid);
+  if (stat === undefined || isDeadState(stat.state) || stat.startTime !== leader.startTime) return false;
+  return signalSession(leader, signal, snap.stats);
+}
+
+// Every live member of the leader's session among `stats`, one identity-checked signal each.
+function signalSession(leader: ProcessIdentity, signal: NodeJS.Signals, stats: readonly ProcStat[]): boolean {
   let sent = false;
-  for (const s of scanProcSnapshot().stats) {
+  for (const s of stats) {
     if (s.session !== leader.pid || isDeadState(s.state) || s.startTime < (leader.startTime ?? 0)) continue;
     if (signalIdentity({ pid: s.pid, startTime: s.startTime }, signal)) sent = true;
   }
