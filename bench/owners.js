@@ -12,12 +12,18 @@
 //   10 %), every counter of `rt.stats()` (goal: all zero), descendants left.
 // Raw = the same work with nobody in between, in the same run: the same shells on raw node-pty
 // terminals held by a worker thread (bench/raw-pty-worker.js; the main thread only schedules,
-// as Tether's main thread does) + `child_process.spawn` of the same job read with
-// setEncoding('utf8'). Runs are interleaved (raw, tether, …): TETHER_BENCH_RUNS (default 5),
-// TETHER_BENCH_OWNERS (1,000), TETHER_BENCH_OWNERS_SECONDS (60); TETHER_BENCH_QUICK=1 is 50
-// owners × 10 s, one run. Run it as `node --expose-gc bench/owners.js` (without the flag it
-// turns V8's gc on at run time).
-import { spawn } from 'node:child_process';
+// as Tether's main thread does), and the same job started by `child_process.spawn` in a small
+// spawn-helper process and read with setEncoding('utf8') (bench/raw-spawn-helper.js says why
+// not on the main thread: the fork of this big process stalled the loop for seconds).
+// First one warm-up run of each side (the same owners, a 5 s jobs phase), not in the figures
+// but for its RSS after dispose: a process's first runtime leaves compiled code, lazily loaded
+// modules and a grown V8 heap behind that later runs reuse (2026-12-05: heap snapshots after
+// the 1st and 3rd dispose differ by compiled code only; no owner, terminal or job retained).
+// Then runs are interleaved (raw, tether, …): TETHER_BENCH_RUNS (default 5), TETHER_BENCH_OWNERS
+// (1,000), TETHER_BENCH_OWNERS_SECONDS (60; shorter only for smoke runs); TETHER_BENCH_QUICK=1
+// is 50 owners × 10 s, one run. Run it as `node --expose-gc bench/owners.js` (without the flag
+// it turns V8's gc on at run time). A full run (warm-up + 5 × 2 sides) takes about 15 minutes.
+import { fork } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -186,18 +192,36 @@ function nonZeroCounters(stats) {
   return left;
 }
 
-// One raw job: bash -c JOB, its stdout read to the end as text.
-function rawJob() {
-  return new Promise((resolve, reject) => {
-    const child = spawn('/bin/bash', ['-c', JOB], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let text = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk) => {
-      text += chunk;
-    });
-    child.stderr.resume();
-    child.on('error', reject);
-    child.on('close', () => (text === 'tick\n' ? resolve() : reject(new Error('raw job output'))));
+// The raw side's spawn helper (bench/raw-spawn-helper.js), ready: `job()` resolves once a job's
+// stdout was read to its end and was `tick`; `close()` ends the helper.
+async function spawnHelper() {
+  const helper = fork(new URL('./raw-spawn-helper.js', import.meta.url), [], {
+    execArgv: [],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
+  await new Promise((resolve, reject) => helper.once('spawn', resolve).once('error', reject));
+  const waiting = new Map();
+  let next = 0;
+  helper.on('message', ({ id, text, error }) => {
+    const job = waiting.get(id);
+    waiting.delete(id);
+    if (error !== undefined) job?.reject(new Error(error));
+    else if (text !== 'tick\n') job?.reject(new Error('raw job output'));
+    else job?.resolve();
+  });
+  const exited = new Promise((resolve) => helper.once('exit', resolve));
+  return {
+    job: () =>
+      new Promise((resolve, reject) => {
+        const id = ++next;
+        waiting.set(id, { resolve, reject });
+        helper.send({ id, command: JOB });
+      }),
+    async close() {
+      helper.disconnect();
+      await exited;
+    },
+  };
 }
 
 // What both sides measure the same way around a side's own work: RSS before it starts, once its
@@ -246,9 +270,11 @@ async function measured(owners, seconds, start) {
   };
 }
 
-// Raw: the terminals on a worker thread of raw node-pty (opened 1, then owners − 1).
+// Raw: the terminals on a worker thread of raw node-pty (opened 1, then owners − 1), the jobs
+// through a spawn helper.
 function raw(owners, seconds) {
-  return measured(owners, seconds, () => {
+  return measured(owners, seconds, async () => {
+    const jobs = await spawnHelper();
     const worker = new Worker(new URL('./raw-pty-worker.js', import.meta.url), {
       workerData: { cwd: process.cwd() },
     });
@@ -268,12 +294,13 @@ function raw(owners, seconds) {
         worker.postMessage({ type: 'open', count });
         return idle;
       },
-      job: () => rawJob(),
+      job: () => jobs.job(),
       async dispose() {
         const closed = reply('closed');
         worker.postMessage({ type: 'close' });
         await closed;
         await worker.terminate();
+        await jobs.close();
       },
       perTerminal: ({ first, rest }) => ({
         mainHeapPerTerminal: 0,
@@ -328,6 +355,11 @@ export async function rows(quick) {
   const owners = env('TETHER_BENCH_OWNERS', 1_000, 50);
   const seconds = env('TETHER_BENCH_OWNERS_SECONDS', 60, 10);
   const runs = env('TETHER_BENCH_RUNS', 5, 1);
+  // Not in the figures but for its RSS after dispose (see the top of this file).
+  const warm = {
+    raw: await raw(owners, Math.min(5, seconds)),
+    tether: await tether(owners, Math.min(5, seconds)),
+  };
   const all = { raw: [], tether: [] };
   for (let i = 0; i < runs; i++) {
     all.raw.push(await raw(owners, seconds));
@@ -338,6 +370,7 @@ export async function rows(quick) {
   const both = (f, digits) => [sp(of('raw', f), digits), sp(of('tether', f), digits)];
   const withRatio = (f, digits) => [...both(f, digits), ratio(of('tether', f), of('raw', f))];
   const kb = (x) => x / 1024;
+  const growth = (m) => ((m.rssAfter - m.rss0) / m.rss0) * 100;
   const mb = (x) => x / 2 ** 20;
   const perTerminal = (m) => kb((m.rssIdle - m.rssOne) / (owners - 1));
   const size = `${owners} owners × (1 idle terminal + \`${JOB}\` every ${PERIOD_MS / 1000} s for ${seconds} s)`;
@@ -356,7 +389,7 @@ export async function rows(quick) {
       `P8 ${size}: open ${owners - 1} terminals at once to idle, s (${runs} interleaved runs)`,
       ...withRatio((m) => m.openMs / 1000, 2),
       '—',
-      `load ${fmt(load0, 2)} → ${fmt(load1, 2)}; tether terminals idle ${t.map((m) => m.terminals - m.notIdle).join(', ')} of ${owners}; raw on a worker thread`,
+      `load ${fmt(load0, 2)} → ${fmt(load1, 2)}; tether terminals idle ${t.map((m) => m.terminals - m.notIdle).join(', ')} of ${owners}; raw terminals on a worker thread, raw jobs by a spawn helper process`,
     ],
     [
       'P8 host RSS per idle terminal, KiB ((all idle − first idle) / (owners − 1), after GC)',
@@ -397,7 +430,7 @@ export async function rows(quick) {
         of('raw', (m) => m.children.pss),
       ),
       '—',
-      `descendants raw ${of('raw', (m) => m.children.count).join(', ')}, tether ${t.map((m) => m.children.count).join(', ')} (its spawner included); PTYs in use ${last.limits.ptys} of ${last.limits.ptyMax}, fds ${last.limits.fds} of ${last.limits.nofile}`,
+      `descendants raw ${of('raw', (m) => m.children.count).join(', ')}, tether ${t.map((m) => m.children.count).join(', ')} (each side's spawn helper included: raw a Node process, tether its C spawner); PTYs in use ${last.limits.ptys} of ${last.limits.ptyMax}, fds ${last.limits.fds} of ${last.limits.nofile}`,
     ],
     [
       `P8 loop p99 ms over the jobs phase (${seconds} s)`,
@@ -456,11 +489,11 @@ export async function rows(quick) {
       `descendants left after: raw ${of('raw', (m) => m.left).join(', ')}, tether ${t.map((m) => m.left).join(', ')}`,
     ],
     [
-      'P8 RSS after dispose against before start (after GC), %',
-      ...both((m) => ((m.rssAfter - m.rss0) / m.rss0) * 100, 1),
+      'P8 RSS after dispose against before start (after GC), % (after a warm-up run of each side)',
+      ...both(growth, 1),
       '',
       'within 10 %',
-      `after dispose, back within 10 % after raw ${sp(
+      `warm-up run (the process's first, not in the figures): raw ${fmt(growth(warm.raw), 1)} %, tether ${fmt(growth(warm.tether), 1)} %; RSS before each run MiB raw ${of('raw', (m) => fmt(mb(m.rss0), 0)).join(', ')}, tether ${t.map((m) => fmt(mb(m.rss0), 0)).join(', ')}; after dispose, back within 10 % after raw ${sp(
         of('raw', (m) => m.backMs / 1000),
         1,
       )}, tether ${sp(
