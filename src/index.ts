@@ -64,7 +64,7 @@ export type {
   PolicyRule,
   SimpleCommand,
 } from './policy/policy-types.js';
-export type { ContainerPlacement } from './remote/container-placement.js';
+export type { ContainerPlacement, PlacedContainer } from './remote/container-placement.js';
 export {
   type ContainerProviderOptions,
   createContainerProvider,
@@ -77,6 +77,8 @@ export {
 } from './remote/exec-provider.js';
 export type { RemoteProvider } from './remote/helper-provider.js';
 export { createKubernetesProvider, type KubernetesProviderOptions } from './remote/kubernetes-provider.js';
+export type { PlacedOwner } from './remote/placed-owner.js';
+export type { PlacedPod, PodPlacement } from './remote/pod-placement.js';
 export { createSshProvider, type SshProvider, type SshProviderOptions } from './remote/ssh-provider.js';
 export {
   type AdoptedSession,
@@ -106,6 +108,8 @@ export {
 export type { ShellRequest, ShellResult } from './shell/shell-types.js';
 export type { RecoveredContainer } from './subprocess/containment/container-sweep.js';
 export type { ContainmentMode } from './subprocess/containment/containment-types.js';
+export type { PodPlace } from './subprocess/containment/kube-api.js';
+export type { RecoveredPod } from './subprocess/containment/pod-sweep.js';
 export type { RecoveredRuntime } from './subprocess/containment/reaper.js';
 export { type EnvPolicy, type IdentitySnapshot, identityEnv } from './subprocess/env.js';
 export {

@@ -273,7 +273,8 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
       await terminals.drainOwner(owner);
       await jobs.drainOwner(owner);
     },
-    origin: runtimeOrigin(boundary.runtimeId), // X6: the labels of its containers
+    origin: runtimeOrigin(boundary.runtimeId), // X6: the labels of its containers and pods
+    recordPodPlace: (place) => boundary.podPlaces.record(place), // X6: where recovery looks for its pods
   });
   const terminals = createTerminalService({
     owners,

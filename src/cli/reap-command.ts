@@ -35,7 +35,9 @@ export async function reapCommand(args: readonly string[]): Promise<number> {
   const reaped = await reapDeadRuntimes(stateDir, { graceMs });
   if (values.json) process.stdout.write(`${JSON.stringify({ stateDir, reaped }, null, 2)}\n`);
   else process.stdout.write(summary(stateDir, reaped));
-  return reaped.some((r) => r.escaped.length > 0 || r.containers.some((c) => c.error !== null)) ? 1 : 0;
+  const left = (r: RecoveredRuntime) =>
+    r.escaped.length > 0 || [...r.containers, ...r.pods].some((c) => c.error !== null);
+  return reaped.some(left) ? 1 : 0;
 }
 
 // K6: `--name N` ends persisted runtime N's helper and every tree under it.
@@ -89,6 +91,7 @@ export function summary(stateDir: string, reaped: readonly RecoveredRuntime[]): 
       `${plural(r.spillFiles, 'spill file')} removed`,
       ...(r.cgroup !== null ? [`cgroup ${r.cgroup} removed`] : []),
       ...containersOf(r, plural),
+      ...podsOf(r, plural),
     ];
     const fate =
       r.escaped.length === 0
@@ -105,4 +108,12 @@ function containersOf(r: RecoveredRuntime, plural: (n: number, word: string) => 
   const failed = r.containers.filter((c) => c.error !== null);
   const removed = `${plural(r.containers.length - failed.length, 'container')} removed`;
   return [removed, ...failed.map((c) => `CONTAINER ${c.name} NOT REMOVED (${c.engine}: ${c.error})`)];
+}
+
+// X6: the pods deleted, and any the API refused to delete (named with its error).
+function podsOf(r: RecoveredRuntime, plural: (n: number, word: string) => string): string[] {
+  if (r.pods.length === 0) return [];
+  const failed = r.pods.filter((p) => p.error !== null);
+  const deleted = `${plural(r.pods.length - failed.length, 'pod')} deleted`;
+  return [deleted, ...failed.map((p) => `POD ${p.namespace}/${p.name} NOT DELETED (${p.error})`)];
 }

@@ -1,17 +1,16 @@
 import { TetherError } from '../errors.js';
 import type { OwnerRegistry } from '../owners/owner-registry.js';
 import type { AgentOwnerToken } from '../owners/owner-token.js';
-import {
-  assertContainerPlacement,
-  type PlacedContainer,
-  placeInContainer,
-} from '../remote/container-placement.js';
+import { assertContainerPlacement, placeInContainer } from '../remote/container-placement.js';
+import type { PlacedOwner } from '../remote/placed-owner.js';
+import { assertPodPlacement, placeInPod } from '../remote/pod-placement.js';
 import { assertProvider } from '../runtime-options.js';
 import { type Confinement, resolveConfinement } from '../sandbox/sandbox-options.js';
 import { createSandboxProvider, type SandboxProvider } from '../sandbox/sandbox-provider.js';
 import { findSandboxTools, type SandboxTools } from '../sandbox/sandbox-tools.js';
 import type { SandboxDescription } from '../sandbox/sandbox-types.js';
 import type { ContainerOrigin } from '../subprocess/containment/container-labels.js';
+import type { PodPlace } from '../subprocess/containment/kube-api.js';
 import type { SubprocessProvider } from '../subprocess/types.js';
 import type { PlacedProvider, PlacementOptions } from './placement-types.js';
 
@@ -31,7 +30,7 @@ export interface SandboxStats extends SandboxDescription {
 /**
  * X4 placement: which provider starts an owner's processes. An owner placed with its own
  * provider, sandbox or isolation gets a provider of its own (made on first use, ended with
- * the owner); one placed in a container (X6) gets that container, started when it is placed
+ * the owner); one placed in a container or pod (X6) gets it, started when it is placed
  * and removed when it ends; every other owner shares the runtime's.
  */
 export interface Placement {
@@ -44,10 +43,10 @@ export interface Placement {
   assign(owner: AgentOwnerToken, options: PlacementOptions): void;
   /** Validates placement options without placing anyone (what `agents.create` checks first). */
   check(options: PlacementOptions, what: string): void;
-  /** Ends the owner's enclave or container once its processes are gone (`settled` drains them first). */
+  /** Ends the owner's enclave, container or pod once its processes are gone (`settled` drains them first). */
   drainOwner(owner: AgentOwnerToken): Promise<void>;
   stats(): SandboxStats;
-  /** Ends every enclave and removes every container. Idempotent. */
+  /** Ends every enclave and removes every container and pod. Idempotent. */
   dispose(): Promise<void>;
 }
 
@@ -64,16 +63,18 @@ export interface PlacementDeps {
   readonly adopt: (provider: SubprocessProvider) => void;
   /** Resolves once the owner's terminals and jobs are drained (D1 order: before its enclave ends). */
   readonly settled: (owner: AgentOwnerToken) => Promise<void>;
-  /** X6: the runtime's process, labelled on every container it starts (recovery finds them by it). */
+  /** X6: the runtime's process, labelled on every container and pod it starts (recovery finds them by it). */
   readonly origin: Omit<ContainerOrigin, 'owner'>;
+  /** X6: records where a pod is about to be created (the state dir: recovery looks only there). */
+  readonly recordPodPlace: (place: PodPlace) => void;
 }
 
 interface Placed {
   readonly provider: SubprocessProvider | undefined;
   readonly confinement: Confinement | null;
   confined: SandboxProvider | null;
-  /** X6: the owner's container (its provider is `provider`). */
-  readonly container: PlacedContainer | null;
+  /** X6: the owner's container or pod (its provider is `provider`). */
+  readonly box: PlacedOwner | null;
 }
 
 const RUNTIME = Symbol('runtime');
@@ -106,16 +107,24 @@ export function createPlacement(deps: PlacementDeps): Placement {
   const entryFor = (key: string | typeof RUNTIME): Placed => {
     let entry = placed.get(key);
     if (entry === undefined) {
-      entry = { provider: undefined, confinement: runtimeConfinement, confined: null, container: null };
+      entry = { provider: undefined, confinement: runtimeConfinement, confined: null, box: null };
       placed.set(key, entry);
     }
     return entry;
   };
 
-  // X6: a container is the owner's boundary; a sandbox or isolation (its own or the runtime's)
+  // X6: a container or pod is the owner's boundary; a sandbox or isolation (its own or the runtime's)
   // confines local processes, and is never dropped silently: it must be turned off for it.
   const checkContainer = (options: PlacementOptions, what: string) => {
-    assertContainerPlacement(options.placement, `${what}.placement`);
+    const engine = (options.placement as { engine?: unknown } | null)?.engine;
+    if (engine === 'kubernetes') assertPodPlacement(options.placement, `${what}.placement`);
+    else if (engine === 'podman' || engine === 'docker')
+      assertContainerPlacement(options.placement, `${what}.placement`);
+    else
+      throw new TetherError(
+        'INVALID_ARGUMENT',
+        `${what}.placement: engine must be 'podman', 'docker' or 'kubernetes', got ${String(engine)}`,
+      );
     if (options.provider !== undefined)
       throw new TetherError('INVALID_ARGUMENT', `${what}: pass provider or placement, not both`);
     const sandbox = options.sandbox ?? deps.defaults.sandbox;
@@ -123,7 +132,7 @@ export function createPlacement(deps: PlacementDeps): Placement {
     if (resolveConfinement(sandbox, isolation, deps.cwd, `${what}.sandbox`) !== null) {
       throw new TetherError(
         'INVALID_ARGUMENT',
-        `${what}: a container placement runs the owner's processes in its container, which a sandbox or PID isolation cannot confine (sandbox ${sandbox?.mode ?? 'off'}, isolation ${isolation ?? 'none'}); pass sandbox: { mode: 'off' } and isolation: 'none' with it, and confine the container with its own run flags`,
+        `${what}: a container or pod placement runs the owner's processes in it, which a sandbox or PID isolation cannot confine (sandbox ${sandbox?.mode ?? 'off'}, isolation ${isolation ?? 'none'}); pass sandbox: { mode: 'off' } and isolation: 'none' with it, and confine the container with its own run flags or the pod with its spec`,
       );
     }
   };
@@ -150,9 +159,12 @@ export function createPlacement(deps: PlacementDeps): Placement {
       const key = keyOf(owner);
       if (options.placement !== undefined) {
         const origin = { ...deps.origin, owner: deps.owners.keyOf(owner) };
-        const container = placeInContainer(options.placement, origin);
-        deps.adopt(container);
-        placed.set(key, { provider: container, confinement: null, confined: null, container });
+        const box =
+          options.placement.engine === 'kubernetes'
+            ? placeInPod(options.placement, origin, deps.recordPodPlace)
+            : placeInContainer(options.placement, origin);
+        deps.adopt(box);
+        placed.set(key, { provider: box, confinement: null, confined: null, box });
         return;
       }
       const sandbox = options.sandbox ?? deps.defaults.sandbox;
@@ -162,7 +174,7 @@ export function createPlacement(deps: PlacementDeps): Placement {
         provider: options.provider,
         confinement: resolveConfinement(sandbox, isolation, deps.cwd),
         confined: null,
-        container: null,
+        box: null,
       });
     },
     async drainOwner(owner) {
@@ -172,7 +184,7 @@ export function createPlacement(deps: PlacementDeps): Placement {
       await deps.settled(owner);
       placed.delete(key);
       await entry.confined?.dispose();
-      await entry.container?.dispose(); // X6: after its trees were verified dead
+      await entry.box?.dispose(); // X6: after its trees were verified dead
     },
     stats() {
       const d = runtimeConfinement?.description;
@@ -196,7 +208,7 @@ export function createPlacement(deps: PlacementDeps): Placement {
         await Promise.allSettled(
           all.map(async (entry) => {
             await entry.confined?.dispose();
-            await entry.container?.dispose();
+            await entry.box?.dispose();
           }),
         );
       })();

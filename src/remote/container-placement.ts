@@ -6,10 +6,9 @@ import {
   runEngine,
 } from '../subprocess/containment/container-engine.js';
 import { type ContainerOrigin, labelArgs } from '../subprocess/containment/container-labels.js';
-import type { SubprocessSpawnSpec, TerminalSpawnSpec } from '../subprocess/types.js';
 import { createContainerProvider } from './container-provider.js';
 import type { ExecTransportOptions } from './exec-provider.js';
-import type { RemoteProvider } from './helper-provider.js';
+import { type PlacedOwner, placedOwner, placementChecks } from './placed-owner.js';
 
 /**
  * X6: an owner placed in a container of its own — `owners.host({ placement })`,
@@ -43,12 +42,10 @@ export interface ContainerPlacement {
   readonly exec?: ExecTransportOptions;
 }
 
-/** The provider of one placed owner: its container's, made and ended with the owner. */
-export interface PlacedContainer extends RemoteProvider {
+/** The provider of one owner placed in a container: its container's, made and ended with the owner. */
+export interface PlacedContainer extends PlacedOwner {
   /** The container's name (`tether-<runtime id>-<owner>`). */
   readonly container: string;
-  /** Ends the helper link, then removes the container. Idempotent. */
-  dispose(): Promise<void>;
 }
 
 const REMOVE_TIMEOUT_MS = 30_000;
@@ -101,42 +98,19 @@ export function placeInContainer(options: ContainerPlacement, origin: ContainerO
       `${engine} could not start a container of ${image} for this owner (${r.code === null ? 'not run' : `exit ${r.code}`}): ${r.stderr || '(no error output)'}; nothing of the owner runs elsewhere`,
     );
   });
-  started.catch(() => {}); // surfaced by the owner's first spawn
-  let disposing: Promise<void> | null = null;
-
-  const ready = async (signal: AbortSignal | undefined) => {
-    await untilAborted(started, signal);
-    return inner;
+  // Also after a failed start: a run that failed half-way may have left it created.
+  const remove = async () => {
+    const r = await runEngine([...engineArgv, ...removeArgs(engine, container)], {
+      timeoutMs: REMOVE_TIMEOUT_MS,
+    });
+    if (r.code !== 0 && !isGone(r.stderr)) {
+      process.emitWarning(`tether: removing container ${container} failed: ${r.stderr}`, {
+        code: 'TETHER_PROVIDER',
+      });
+    }
   };
-  return {
-    name: 'container',
-    label: `${engine}:${container}`,
-    container,
-    get workers() {
-      return inner.workers;
-    },
-    get provesInput() {
-      return inner.provesInput;
-    },
-    spawn: async (spec: SubprocessSpawnSpec) => (await ready(spec.signal)).spawn(spec),
-    spawnTerminal: async (spec: TerminalSpawnSpec) => (await ready(spec.signal)).spawnTerminal(spec),
-    dispose() {
-      disposing ??= (async () => {
-        await inner.dispose();
-        await started.catch(() => {});
-        // Also after a failed start: a run that failed half-way may have left it created.
-        const r = await runEngine([...engineArgv, ...removeArgs(engine, container)], {
-          timeoutMs: REMOVE_TIMEOUT_MS,
-        });
-        if (r.code !== 0 && !isGone(r.stderr)) {
-          process.emitWarning(`tether: removing container ${container} failed: ${r.stderr}`, {
-            code: 'TETHER_PROVIDER',
-          });
-        }
-      })();
-      return disposing;
-    },
-  };
+  const placed = placedOwner({ name: 'container', label: `${engine}:${container}`, started, inner, remove });
+  return Object.assign(placed, { container });
 }
 
 /**
@@ -148,48 +122,14 @@ export function placeInContainer(options: ContainerPlacement, origin: ContainerO
  * ```
  */
 export function assertContainerPlacement(value: unknown, what: string): asserts value is ContainerPlacement {
-  const fail = (message: string): never => {
-    throw new TetherError('INVALID_ARGUMENT', `${what}: ${message}`);
-  };
-  if (typeof value !== 'object' || value === null) fail('must be { engine, image, … }');
-  const p = value as Record<string, unknown>;
+  const check = placementChecks(value, what);
+  const { p, fail } = check;
   if (p.engine !== 'podman' && p.engine !== 'docker')
     fail(`engine must be 'podman' or 'docker', got ${String(p.engine)}`);
   if (typeof p.image !== 'string' || p.image === '') fail('image must be a non-empty string');
-  for (const key of ['user', 'command'] as const) {
-    if (p[key] !== undefined && (typeof p[key] !== 'string' || p[key] === ''))
-      fail(`${key} must be a non-empty string`);
-  }
-  for (const key of ['engineArgs', 'runArgs'] as const) {
-    const words = p[key];
-    if (words !== undefined && !(Array.isArray(words) && words.every((w) => typeof w === 'string')))
-      fail(`${key} must be an array of strings`);
-  }
-  const ms = p.startTimeoutMs;
-  if (ms !== undefined && !(typeof ms === 'number' && Number.isFinite(ms) && ms > 0))
-    fail(`startTimeoutMs must be a positive number, got ${String(ms)}`);
-  if (p.exec !== undefined && (typeof p.exec !== 'object' || p.exec === null)) fail('exec must be an object');
+  check.strings(['user', 'command']);
+  check.words(['engineArgs', 'runArgs']);
+  const exec = check.common();
   // The exec transport's own checks (a provider made and dropped: it starts nothing until used).
-  createContainerProvider({
-    ...(p.exec as ExecTransportOptions | undefined),
-    engine: p.engine as ContainerEngine,
-    container: 'check',
-  });
-}
-
-// The start, unless the spawn is aborted first (then ABORTED: the container goes on starting,
-// for the owner's next spawn or its removal).
-async function untilAborted(start: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
-  if (signal === undefined) return start;
-  if (signal.aborted) throw new TetherError('ABORTED', 'the spawn was aborted before it started');
-  let stop!: () => void;
-  const aborted = new Promise<never>((_, reject) => {
-    stop = () => reject(new TetherError('ABORTED', 'the spawn was aborted while its container was starting'));
-    signal.addEventListener('abort', stop, { once: true });
-  });
-  try {
-    await Promise.race([start, aborted]);
-  } finally {
-    signal.removeEventListener('abort', stop);
-  }
+  createContainerProvider({ ...exec, engine: p.engine as ContainerEngine, container: 'check' });
 }

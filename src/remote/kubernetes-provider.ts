@@ -10,12 +10,14 @@ export interface KubernetesProviderOptions extends ExecTransportOptions {
   readonly container?: string;
   /** A kubeconfig context other than the current one. */
   readonly context?: string;
+  /** The kubeconfig file, when not kubectl's default (`$KUBECONFIG`, `~/.kube/config`). */
+  readonly kubeconfig?: string;
   /** The kubectl executable. Default 'kubectl' on the PATH. */
   readonly kubectl?: string;
 }
 
 /**
- * The exec provider over `kubectl [--context X] exec -i -n NS POD [-c C] -- …` (X5): every tree
+ * The exec provider over `kubectl [--kubeconfig F] [--context X] exec -i -n NS POD [-c C] -- …` (X5): every tree
  * runs in the pod's container under the same helper as over SSH; no API client is involved.
  *
  * @example
@@ -24,7 +26,7 @@ export interface KubernetesProviderOptions extends ExecTransportOptions {
  * ```
  */
 export function createKubernetesProvider(options: KubernetesProviderOptions): ExecProvider {
-  const { namespace, pod, container, context, kubectl, ...transport } = options;
+  const { namespace, pod, container, context, kubeconfig, kubectl, ...transport } = options;
   for (const [name, value] of [
     ['namespace', namespace],
     ['pod', pod],
@@ -37,6 +39,7 @@ export function createKubernetesProvider(options: KubernetesProviderOptions): Ex
     ...transport,
     argv: [
       kubectl ?? 'kubectl',
+      ...(kubeconfig === undefined ? [] : ['--kubeconfig', kubeconfig]),
       ...(context === undefined ? [] : ['--context', context]),
       'exec',
       '-i',

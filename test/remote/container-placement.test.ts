@@ -1,23 +1,20 @@
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import ts from 'typescript';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TetherError } from '../../src/errors.js';
 import type { Fact } from '../../src/observe/fact-types.js';
 import type { ContainerPlacement } from '../../src/remote/container-placement.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
-import { matchesOutput, readmeBlocks } from '../docs/readme-blocks.js';
 import { hostImage, removeContainer, startContainer, TEST_LABEL } from '../support/container-image.js';
+import { agentsExample, startCrashChild, stopProcess } from '../support/placed-runtime.js';
 
 // X6: owners placed in containers of their own, on real podman, in an image built from this
 // host's own files (test/support/container-image.js). FIELD-NOTES: runc, ulimits, --init.
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const DIST = new URL('../../dist/src/index.js', import.meta.url).href;
 const MAIN = fileURLToPath(new URL('../../dist/src/cli/main.js', import.meta.url));
 
 let image: string;
@@ -195,7 +192,7 @@ describe('container placement (X6)', () => {
       /provider or placement, not both/,
     );
     expect(() => r.owners.host({ placement: { engine: 'lxc', image } as never })).toThrow(
-      /placement: engine must be 'podman' or 'docker'/,
+      /placement: engine must be 'podman', 'docker' or 'kubernetes'/,
     );
     expect(() =>
       r.owners.host({ placement: { ...placementOf(image), exec: { connectTimeoutMs: -1 } } }),
@@ -268,28 +265,12 @@ describe('container placement (X6)', () => {
   });
 
   it('X6: an agent placed in its own container runs the agent example of docs/agents.md unchanged', async () => {
-    const doc = readFileSync(join(root, 'docs/agents.md'), 'utf8');
-    const blocks = readmeBlocks(doc);
-    const at = blocks.findIndex((b) => b.mark === 'run' && b.code.includes('rt.agents.create({'));
-    const [example, output] = [blocks[at]!, blocks[at + 1]!];
-    expect(output.mark).toBe('output');
-    const app = mkdtempSync(join(tmpdir(), 'tether-x6-app-'));
-    cleanups.push(() => rmSync(app, { recursive: true, force: true }));
-    mkdirSync(join(app, 'node_modules'));
-    symlinkSync(root, join(app, 'node_modules', 'tether-runtime'));
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'x6-app', type: 'module' }));
-    // The one change: where the agent runs. The runtime's cwd (this app) is mounted at the same path.
+    // The one change: where the agent runs. The runtime's cwd (the app) is mounted at the same path.
     const nonce = `x6-readme-${process.pid}-${Date.now()}`;
-    const placement = placementOf(image, '-v', `${app}:${app}:ro`, '--label', `${nonce}=1`);
-    const placed = example.code.replace(
-      'rt.agents.create({',
-      `rt.agents.create({\n  placement: ${JSON.stringify(placement)},`,
+    const example = agentsExample((app) =>
+      placementOf(image, '-v', `${app}:${app}:ro`, '--label', `${nonce}=1`),
     );
-    expect(placed).not.toBe(example.code);
-    const js = ts.transpileModule(placed, {
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-    }).outputText;
-    writeFileSync(join(app, 'example.mjs'), js);
+    cleanups.push(() => example.remove());
     const events = spawn('podman', ['events', '--format', 'json', '--filter', `label=${nonce}=1`], {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
@@ -297,53 +278,11 @@ describe('container placement (X6)', () => {
     const seen: string[] = [];
     createInterface({ input: events.stdout! }).on('line', (line) => seen.push(JSON.parse(line).Status));
     await new Promise((resolve) => setTimeout(resolve, 500)); // podman events is listening
-    const r = await execa(process.execPath, ['example.mjs'], {
-      cwd: app,
-      env: { TMPDIR: app },
-      reject: false,
-      timeout: 120_000,
-    });
+    const r = await example.run();
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
-    expect(matchesOutput(output.code, r.stdout), r.stdout).toBe(true);
+    expect(example.matches(r.stdout), r.stdout).toBe(true);
     await until('podman reports the removal', () => seen.includes('remove'), 10_000);
     expect(seen).toEqual(expect.arrayContaining(['start', 'exec', 'died', 'remove']));
   });
 });
-
-interface CrashChild {
-  readonly pid: number;
-  readonly process: ChildProcess;
-  readonly exited: Promise<void>;
-}
-
-// A runtime in a child Node process whose owner runs a job in its container; reports its pid
-// once the job runs, then waits to be SIGKILLed (K3's crash, as in test/containment/crash-child.ts).
-async function startCrashChild(stateDir: string, placement: ContainerPlacement): Promise<CrashChild> {
-  const script = `(async () => {
-    const { createRuntime } = await import(${JSON.stringify(DIST)});
-    const o = JSON.parse(process.env.X6_CHILD);
-    const rt = await createRuntime({ cwd: '/tmp', stateDir: o.stateDir, limits: { cleanupGraceMs: 300 } });
-    const owner = rt.owners.host({ placement: o.placement }).token;
-    await rt.shell.background(owner, { command: 'sleep 300' });
-    console.log(JSON.stringify({ pid: process.pid }));
-    process.stdin.resume();
-  })()`;
-  const child = spawn(process.execPath, ['-e', script], {
-    env: { ...process.env, X6_CHILD: JSON.stringify({ stateDir, placement }) },
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`the crash child exited (${code}) before it reported`)));
-  });
-  return { pid: (JSON.parse(line) as { pid: number }).pid, process: child, exited };
-}
-
-async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGKILL');
-  await gone;
-}

@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as pause } from 'node:timers/promises';
@@ -10,6 +10,7 @@ import { createKubernetesProvider } from '../../src/remote/kubernetes-provider.j
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import type { SubprocessHandle } from '../../src/subprocess/types.js';
 import { removeContainer, removeStaleContainers, startContainer } from '../support/container-image.js';
+import { kubectlCalls, writeKubectlStandIn } from '../support/kubectl-stand-in.js';
 import { lines, until } from './remote-waits.js';
 
 const codeOf = (err: unknown) => (err instanceof TetherError ? err.code : String(err));
@@ -181,14 +182,8 @@ describe('the exec provider over podman exec (X5)', () => {
   it('X5 (no cluster here: a `kubectl` stand-in that execs `podman exec`): createKubernetesProvider runs `kubectl --context C exec -i -n NS POD -c C -- python3 …` and a runtime works through it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kubectl-'));
     try {
-      const log = join(dir, 'argv');
-      const kubectl = join(dir, 'kubectl');
-      // Records its argv, checks the kubectl form, then runs the words after `--` in the "pod".
-      writeFileSync(
-        kubectl,
-        `#!/bin/bash\nprintf '%s\\0' "$@" > ${log}.$$\n[ "$1 $2 $3 $4 $5 $6" = "--context kind-test exec -i -n agents" ] || exit 64\npod=$7\n[ "$8 $9 \${10}" = "-c work --" ] || exit 64\nshift 10\nexec podman exec -i "$pod" "$@"\n`,
-      );
-      chmodSync(kubectl, 0o755);
+      // Runs the words after `--` in the "pod" (here a container of that name); records its argv.
+      const kubectl = writeKubectlStandIn(dir, 'pod');
       provider = createKubernetesProvider({
         namespace: 'agents',
         pod: container,
@@ -201,8 +196,7 @@ describe('the exec provider over podman exec (X5)', () => {
       rt = await createRuntime({ provider, cwd: '/tmp', limits: { cleanupGraceMs: 500 } });
       const r = await rt.shell.run({ command: 'echo "$((6*7)) from $(uname -s)"' });
       expect(r).toMatchObject({ exitCode: 0, output: '42 from Linux\n' });
-      const [record] = readdirSync(dir).filter((f) => f.startsWith('argv.'));
-      const argv = readFileSync(join(dir, record!), 'utf8').split('\0').slice(0, -1);
+      const [argv = []] = kubectlCalls(dir);
       expect(argv.slice(0, 11)).toEqual([
         '--context',
         'kind-test',

@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -229,16 +229,20 @@ async function buildHostImage() {
 export const TEST_LABEL = 'tether-test=1';
 /**
  * Starts one container of the host image (runc, ulimits and an init as FIELD-NOTES says work
- * here), labelled for removal; returns its name.
+ * here), labelled for removal; returns its name. `options`: its `name`, more `labels`
+ * (`key=value`), more `run` flags before the image (`-v`, `--hostname`), its `command` (default
+ * the image's `sleep infinity`), its `image` (default the host image). Rejects with podman's
+ * error output when the run fails. It does not block the event loop (a stand-in server in the
+ * test process answers meanwhile).
  *
  * @example
  * ```ts
  * const name = await startContainer(); // later: removeContainer(name)
  * ```
  */
-export async function startContainer() {
-  const image = await hostImage();
-  const name = `tether-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+export async function startContainer(options = {}) {
+  const image = options.image ?? (await hostImage());
+  const name = options.name ?? `tether-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   // The container's conmon outlives `podman run`: it starts from a cgroup beside this test's
   // leak cgroup (it is removed by name, not by the leak oracle). Outside vitest it stays put.
   const own = ownCgroupDir();
@@ -248,7 +252,7 @@ export async function startContainer() {
       : join(dirname(own), 'tether-test-containers');
   if (outside !== null) mkdirSync(outside, { recursive: true });
   const enter = outside === null ? [] : ['sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', outside];
-  run([
+  const [program, ...args] = [
     ...enter,
     'podman',
     '--runtime',
@@ -267,12 +271,21 @@ export async function startContainer() {
     TEST_LABEL,
     '--label',
     `tether-test-pid=${process.pid}`,
+    ...(options.labels ?? []).flatMap((label) => ['--label', label]),
+    ...(options.args ?? []),
     '--name',
     name,
     image,
-  ]);
+    ...(options.command ?? []),
+  ];
+  await new Promise((resolve, reject) =>
+    execFile(program, args, { encoding: 'utf8' }, (error, _stdout, stderr) =>
+      error === null ? resolve(undefined) : reject(new Error(stderr.trim() || error.message)),
+    ),
+  );
   return name;
 }
+const rmArgs = (name) => ['rm', '-f', '-t', '0', name];
 /**
  * Removes a container this test process started (`podman rm -f`, which also stops it).
  *
@@ -282,7 +295,18 @@ export async function startContainer() {
  * ```
  */
 export function removeContainer(name) {
-  spawnSync('podman', ['rm', '-f', '-t', '0', name], { stdio: 'ignore' });
+  spawnSync('podman', rmArgs(name), { stdio: 'ignore' });
+}
+/**
+ * {@link removeContainer} without blocking the event loop (a stand-in server answers meanwhile).
+ *
+ * @example
+ * ```ts
+ * await removeContainerAsync(name);
+ * ```
+ */
+export function removeContainerAsync(name) {
+  return new Promise((resolve) => execFile('podman', rmArgs(name), () => resolve(undefined)));
 }
 /** Removes every test container whose test process is gone (a crashed earlier run). */
 export function removeStaleContainers() {

@@ -36,6 +36,27 @@ const KEYS = {
  * ```
  */
 export function labelArgs(origin: ContainerOrigin): string[] {
+  return Object.entries(originLabels(origin)).flatMap(([key, value]) => ['--label', `${key}=${value}`]);
+}
+
+/**
+ * The same facts as Kubernetes labels of a pod of `origin` (X6): a label value is at most 63
+ * characters of `[A-Za-z0-9_.-]`, so the pid namespace `pid:[4026531836]` is its number alone.
+ *
+ * @example
+ * ```ts
+ * podLabels(origin); // { 'tether.runtime': '812-9031-1', 'tether.pid': '812', 'tether.pidns': '4026531836', … }
+ * ```
+ */
+export function podLabels(origin: ContainerOrigin): Record<string, string> {
+  const labels = originLabels(origin);
+  const ns = /^pid:\[(\d+)\]$/.exec(labels[KEYS.pidNamespace] ?? '')?.[1];
+  if (ns !== undefined) labels[KEYS.pidNamespace] = ns;
+  else delete labels[KEYS.pidNamespace];
+  return labels;
+}
+
+function originLabels(origin: ContainerOrigin): Record<string, string> {
   const pairs: [string, string | number | null][] = [
     [RUNTIME_LABEL, origin.runtimeId],
     [KEYS.pid, origin.pid],
@@ -44,11 +65,11 @@ export function labelArgs(origin: ContainerOrigin): string[] {
     [KEYS.pidNamespace, origin.pidNamespace],
     [KEYS.bootId, origin.bootId],
   ];
-  return pairs.flatMap(([key, value]) => (value === null ? [] : ['--label', `${key}=${value}`]));
+  return Object.fromEntries(pairs.flatMap(([key, value]) => (value === null ? [] : [[key, String(value)]])));
 }
 
 /**
- * The origin a container's labels name, or `null` when they do not name a runtime's process
+ * The origin a container's or pod's labels name, or `null` when they do not name a runtime's process
  * (no runtime id or no pid: such a container is never judged, never removed).
  *
  * @example
@@ -67,7 +88,8 @@ export function originOf(labels: Readonly<Record<string, string>>): ContainerOri
     runtimeId,
     pid,
     startTime,
-    pidNamespace: labels[KEYS.pidNamespace] ?? null,
+    // A pod's label is the namespace's number alone (podLabels).
+    pidNamespace: pidNamespaceOf(labels[KEYS.pidNamespace]),
     bootId: labels[KEYS.bootId] ?? null,
     owner: labels[KEYS.owner] ?? '',
   };
@@ -101,4 +123,9 @@ export function runtimeOrigin(runtimeId: string): Omit<ContainerOrigin, 'owner'>
     startTime: readIdentity(process.pid)?.startTime ?? null,
     ...processScope(),
   };
+}
+
+function pidNamespaceOf(label: string | undefined): string | null {
+  if (label === undefined) return null;
+  return /^\d+$/.test(label) ? `pid:[${label}]` : label;
 }

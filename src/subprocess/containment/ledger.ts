@@ -105,13 +105,25 @@ export function spawnerFifoDir(stateDir: string, runtimeId: string): string {
  * ```
  */
 export function writeRuntimeRecord(stateDir: string, record: RuntimeRecord): string {
-  const dir = join(stateDir, RECORDS);
+  return writeSyncedJson(join(stateDir, RECORDS), `${record.runtimeId}.json`, record);
+}
+
+/**
+ * Writes `value` as `dir/name` (0600; `dir` made 0700) and syncs it and its directory, so a
+ * successor finds it whole after a crash (K3): the runtime record, the places of its pods (X6).
+ *
+ * @example
+ * ```ts
+ * const file = writeSyncedJson(join(stateDir, 'pods'), `${runtimeId}.json`, places);
+ * ```
+ */
+export function writeSyncedJson(dir: string, name: string, value: unknown): string {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const file = join(dir, `${record.runtimeId}.json`);
+  const file = join(dir, name);
   const temp = `${file}.tmp`;
   const fd = openSync(temp, 'w', 0o600);
   try {
-    writeSync(fd, `${JSON.stringify(record)}\n`);
+    writeSync(fd, `${JSON.stringify(value)}\n`);
     fsyncSync(fd);
   } finally {
     closeSync(fd);

@@ -17,6 +17,8 @@ import {
   removeRuntimeRecord,
   spawnerFifoDir,
 } from './ledger.js';
+import { removePodPlaces } from './pod-places.js';
+import { type RecoveredPod, removePodsOf } from './pod-sweep.js';
 import { assertTrustedStateDir, type TrustedTargets, trustedTargets } from './state-trust.js';
 
 /** What was reaped of one dead runtime (K3), as `rt.recovered` and `tether reap` report it. */
@@ -41,6 +43,8 @@ export interface RecoveredRuntime {
   readonly proof: 'cgroup' | 'proc';
   /** X6: the containers it placed owners in, found by their labels and removed (`podman rm -f`). */
   readonly containers: readonly RecoveredContainer[];
+  /** X6: the pods it placed owners in, found by their labels where it recorded them, and deleted. */
+  readonly pods: readonly RecoveredPod[];
 }
 
 export interface ReapOptions {
@@ -55,8 +59,8 @@ export interface ReapOptions {
  * start time) and kills everything they left to verified quiescence (K3): their cgroups
  * (`cgroup.kill`, `populated 0`, removed), every process still carrying their marker prefix
  * and every process in a session or group of one of those or below one, their spill and spawner
- * directories, and the containers they placed owners in (found by their `tether.runtime` label,
- * X6); then their records go. What survives (or, in marker mode, what only looks like
+ * directories, and the containers and pods they placed owners in (found by their `tether.runtime`
+ * label, X6; pods only where the runtime recorded placing them); then their records go. What survives (or, in marker mode, what only looks like
  * an escapee of theirs) is in `escaped`, never called dead. A runtime whose process lives —
  * another process using the same state directory — is never touched. Two reapers never reap one
  * runtime twice (a record is claimed by an atomic rename; a dead reaper's claim is taken over).
@@ -90,7 +94,9 @@ export async function reapDeadRuntimes(stateDir: string, opts: ReapOptions): Pro
     }
     const sameBoot = !(entry.record.bootId && scope.bootId && entry.record.bootId !== scope.bootId);
     const placed = await removeContainersOf(containers, entry.record);
-    reaped.push({ ...(await reapRuntime(entry.record, targets, sameBoot, opts)), containers: placed });
+    const pods = await removePodsOf(stateDir, entry.record);
+    reaped.push({ ...(await reapRuntime(entry.record, targets, sameBoot, opts)), containers: placed, pods });
+    removePodPlaces(stateDir, entry.record.runtimeId);
     rmSync(spawnerFifoDir(stateDir, entry.record.runtimeId), { recursive: true, force: true });
     removeRuntimeRecord(claim);
   }
@@ -123,7 +129,7 @@ async function reapRuntime(
   targets: TrustedTargets,
   sameBoot: boolean,
   opts: ReapOptions,
-): Promise<Omit<RecoveredRuntime, 'containers'>> {
+): Promise<Omit<RecoveredRuntime, 'containers' | 'pods'>> {
   const deadline = opts.killDeadlineMs ?? 2000;
   let killed = 0;
   const escaped: number[] = [];

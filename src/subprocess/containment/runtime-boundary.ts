@@ -6,6 +6,7 @@ import { type ContainmentRequest, createContainment } from './containment.js';
 import type { Containment } from './containment-types.js';
 import { type CpuGroup, openCpuGroup } from './cpu-group.js';
 import { processScope, removeRuntimeRecord, spawnerFifoDir, writeRuntimeRecord } from './ledger.js';
+import { openPodPlaces, type PodPlaces } from './pod-places.js';
 import { type RecoveredRuntime, reapDeadRuntimes } from './reaper.js';
 import { openStateDir, unusable } from './state-dir.js';
 
@@ -21,6 +22,8 @@ export interface RuntimeBoundary {
   readonly recovered: readonly RecoveredRuntime[];
   /** The one CPU weight of all its trees (issue 30.6), or null where there is none. */
   readonly cpuGroup: CpuGroup | null;
+  /** X6: where its pods are (recorded before the first pod of each place, for recovery). */
+  readonly podPlaces: PodPlaces;
   /** After every tree is dead: removes the cgroups and the ledger record. */
   close(): Promise<void>;
 }
@@ -94,6 +97,7 @@ export async function openRuntimeBoundary(opts: RuntimeBoundaryOptions): Promise
     throw unusable(opts.stateDir, err);
   }
   const cpuGroup = openCpuGroup(runtimeId, opts.nice);
+  const podPlaces = openPodPlaces(opts.stateDir, runtimeId);
   return {
     runtimeId,
     containment,
@@ -101,9 +105,11 @@ export async function openRuntimeBoundary(opts: RuntimeBoundaryOptions): Promise
     spawnerDir: spawnerFifoDir(opts.stateDir, runtimeId),
     recovered,
     cpuGroup,
+    podPlaces,
     async close() {
       await containment.dispose();
       cpuGroup?.close();
+      podPlaces.close();
       removeRuntimeRecord(record);
     },
   };

@@ -2,6 +2,7 @@ import { lstatSync, readdirSync, realpathSync, type Stats, statfsSync, statSync 
 import { basename, dirname, isAbsolute, join, normalize } from 'node:path';
 import { TetherError } from '../../errors.js';
 import type { RuntimeRecord } from './ledger.js';
+import { POD_PLACES } from './pod-places.js';
 
 /** `statfs` f_type of cgroup v2 (linux/magic.h CGROUP2_SUPER_MAGIC). */
 const CGROUP2_MAGIC = 0x63677270;
@@ -11,9 +12,10 @@ const CGROUP2_MAGIC = 0x63677270;
  * `ssh` refuses a key file others can read: the directory (after symlinks), its `runtimes`
  * folder and every record in it must belong to this user and be writable by nobody else, and
  * every ancestor must belong to root or this user and be writable by nobody else unless sticky
- * (`/tmp`). A record is believed only then: it names processes to kill, a cgroup and a
- * directory to remove, and the bash startup file beside it runs in every `shell.run`. A
- * missing directory passes (there is nothing to believe yet). Throws STATE_UNTRUSTED.
+ * (`/tmp`); so must its `pods` folder and files (X6). A record is believed only then: it names
+ * processes to kill, a cgroup and a directory to remove, an API server to delete pods through,
+ * and the bash startup file beside it runs in every `shell.run`. A missing directory passes
+ * (there is nothing to believe yet). Throws STATE_UNTRUSTED.
  *
  * @example
  * ```ts
@@ -41,17 +43,21 @@ export function assertTrustedStateDir(stateDir: string): void {
   const entry = join(real, 'enter-cgroup.bash');
   const entryStat = existing(entry);
   if (entryStat !== null) assertPrivate(entry, entryStat, 'file', stateDir);
-  const records = join(real, 'runtimes');
+  // The ledger's records, and the places of their pods (X6: an API server to call, pods to delete).
+  for (const folder of ['runtimes', POD_PLACES]) assertPrivateFolder(join(real, folder), stateDir);
+}
+
+function assertPrivateFolder(folder: string, stateDir: string): void {
   let names: string[];
   try {
-    assertPrivate(records, lstatSync(records), 'directory', stateDir);
-    names = readdirSync(records);
+    assertPrivate(folder, lstatSync(folder), 'directory', stateDir);
+    names = readdirSync(folder);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
   for (const name of names) {
-    const file = join(records, name);
+    const file = join(folder, name);
     try {
       assertPrivate(file, lstatSync(file), 'file', stateDir);
     } catch (err) {
