@@ -1,5 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -324,6 +332,27 @@ describe('pod placement (X6)', () => {
     expect((await live.shell.run({ command: 'echo still here' }, liveLease.token)).output).toBe(
       'still here\n',
     );
+  });
+
+  it(`X6, K3: a pods record another user could write is not believed: STATE_UNTRUSTED, no API call, the pod stays until the record is private again ${SUFFIX}`, async () => {
+    const child = await startCrashChild(stateDir, placementOf());
+    const [crashed] = podNames();
+    child.process.kill('SIGKILL');
+    await child.exited;
+    const [file] = readdirSync(join(stateDir, 'pods'));
+    chmodSync(join(stateDir, 'pods', file!), 0o666);
+    const before = api.requests.length;
+    const refused = await execa(process.execPath, [MAIN, 'reap', '--state-dir', stateDir], { reject: false });
+    expect(refused.exitCode).not.toBe(0);
+    expect(refused.stderr).toContain(`refusing the state directory ${stateDir}`);
+    expect(refused.stderr).toContain('is writable by others (mode 0666)');
+    expect(api.requests.slice(before)).toEqual([]);
+    expect(hasPod(crashed!)).toBe(true);
+    chmodSync(join(stateDir, 'pods', file!), 0o600);
+    const text = await execa(process.execPath, [MAIN, 'reap', '--state-dir', stateDir], { reject: false });
+    expect(text.exitCode, text.stderr).toBe(0);
+    expect(text.stdout).toContain('1 pod deleted');
+    expect(hasPod(crashed!)).toBe(false);
   });
 
   it(`X6, K3: tether reap deletes a crashed runtime's pod and says so; a dead runtime that placed no pod costs no API call ${SUFFIX}`, async () => {
