@@ -42,7 +42,15 @@ export interface ContainerPlacement {
   readonly exec?: ExecTransportOptions;
 }
 
-/** The provider of one owner placed in a container: its container's, made and ended with the owner. */
+/**
+ * The provider of one owner placed in a container: its container's, made and ended with the owner.
+ *
+ * @example
+ * ```ts
+ * const placed = placeInContainer(placement, origin);
+ * console.log(placed.container); // 'tether-812-9031-1-o1'
+ * ```
+ */
 export interface PlacedContainer extends PlacedOwner {
   /** The container's name (`tether-<runtime id>-<owner>`). */
   readonly container: string;

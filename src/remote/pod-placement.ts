@@ -49,7 +49,15 @@ export interface PodPlacement {
   readonly exec?: ExecTransportOptions;
 }
 
-/** The provider of one owner placed in a pod: its pod's, made and ended with the owner. */
+/**
+ * The provider of one owner placed in a pod: its pod's, made and ended with the owner.
+ *
+ * @example
+ * ```ts
+ * const placed = placeInPod(placement, origin, record);
+ * console.log(placed.label); // 'kubernetes:agents/tether-812-9031-1-o1'
+ * ```
+ */
 export interface PlacedPod extends PlacedOwner {
   readonly namespace: string;
   /** The pod's name (`tether-<runtime id>-<owner>`, a DNS-1123 label). */

@@ -4,6 +4,11 @@ import type { CoreV1Api } from '@kubernetes/client-node';
 /**
  * Which Kubernetes API server and namespace the pods of a placement live in (X6): what a
  * runtime records before its first pod there, so that recovery finds that pod after a crash.
+ *
+ * @example
+ * ```ts
+ * const place: PodPlace = { namespace: 'agents', kubeconfig: '/home/me/.kube/config', context: 'prod' };
+ * ```
  */
 export interface PodPlace {
   readonly namespace: string;

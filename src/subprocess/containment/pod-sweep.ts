@@ -3,7 +3,14 @@ import { originOf, processOf, RUNTIME_LABEL } from './container-labels.js';
 import { apiCode, apiMessage, coreApi, type PodPlace } from './kube-api.js';
 import { readPodPlaces } from './pod-places.js';
 
-/** One pod of a dead runtime that recovery deleted, or tried to (X6, K3). */
+/**
+ * One pod of a dead runtime that recovery deleted, or tried to (X6, K3).
+ *
+ * @example
+ * ```ts
+ * for (const p of rt.recovered.flatMap((r) => r.pods)) console.log(p.namespace, p.name, p.error ?? 'deleted');
+ * ```
+ */
 export interface RecoveredPod {
   readonly namespace: string;
   readonly name: string;
