@@ -15,6 +15,8 @@ export interface ProcStat {
   readonly session: number;
   readonly ttyNr: number;
   readonly tpgid: number;
+  /** Field 9, the kernel's PF_* flags: {@link isExiting} reads PF_EXITING. */
+  readonly flags: number;
   readonly startTime: number;
 }
 
@@ -63,8 +65,27 @@ export function parseProcStat(line: string): ProcStat | null {
     session: Number(rest[3]),
     ttyNr: Number(rest[4]),
     tpgid: Number(rest[5]),
+    flags: Number(rest[6]),
     startTime,
   };
+}
+
+/** The kernel's PF_EXITING (include/linux/sched.h): set as the process enters do_exit. */
+const PF_EXITING = 0x4;
+
+/**
+ * Whether the process is on its way out: past the start of its exit (it runs none of its
+ * program any more) but not yet a zombie. Such a process no longer shows its cgroup: from the
+ * kernel's cgroup_exit on, /proc/<pid>/cgroup reads the root (`0::/`, measured).
+ *
+ * @example
+ * ```ts
+ * const stat = readProcStat(pid);
+ * if (stat !== null && isExiting(stat)) console.log('exiting');
+ * ```
+ */
+export function isExiting(stat: ProcStat): boolean {
+  return (stat.flags & PF_EXITING) !== 0;
 }
 
 /**

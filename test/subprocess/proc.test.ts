@@ -6,6 +6,7 @@ import { isSameLiveProcess, readIdentity, signalIdentity } from '../../src/subpr
 import { TREE_MARKER_ENV } from '../../src/subprocess/marker.js';
 import {
   hasProcfs,
+  isExiting,
   listPids,
   listTaggedProcesses,
   parseProcStat,
@@ -32,8 +33,12 @@ describe('proc', () => {
       session: 30,
       ttyNr: 34816,
       tpgid: 20,
+      flags: 4194304,
       startTime: 987654,
     });
+    expect(isExiting(stat!)).toBe(false);
+    // PF_EXITING (0x4) in field 9: past the start of its exit (P8: it then reads as in the root cgroup).
+    expect(isExiting(parseProcStat(`4242 (sh) ${rest.replace(' 4194304 ', ' 4194308 ')}`)!)).toBe(true);
     expect(parseProcStat('garbage')).toBeNull();
     expect(parseProcStat('12 (x) ')).toBeNull();
   });

@@ -1,5 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { createRuntime } from '../../src/index.js';
+import { createRuntime, type Fact, type OwnerLease, type Runtime } from '../../src/index.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses, readProcStat } from '../../src/subprocess/proc.js';
 import { currentProcSnapshotSeq } from '../../src/subprocess/proc-snapshot.js';
@@ -7,6 +8,11 @@ import { signalSessionShared } from '../../src/subprocess/pty/pty-signal.js';
 import { TERMINALS_QUIESCENT } from '../support/quiescent.js';
 
 const OWNERS = 24;
+
+// Until the terminal printed something (its prompt): the shell runs.
+async function untilOutput(rt: Runtime, owner: OwnerLease['token'], id: string): Promise<void> {
+  while ((await rt.terminals.read(owner, id, 0)).text.length === 0) await sleep(20);
+}
 
 describe('terminals: many closed at once', () => {
   it('P8: the sessions of 24 terminals signalled in one turn are found by one /proc scan, not one each', async () => {
@@ -27,17 +33,30 @@ describe('terminals: many closed at once', () => {
     }
   });
 
-  it('P8, D2: disposing 24 owners with a terminal and a finished job each leaves no record and no process', async () => {
+  it('P8, D2: disposing 24 owners with a terminal at its prompt and a finished job each: each verdict proved by the cgroup, no record or process left', async () => {
     const rt = await createRuntime();
     try {
       const leases = Array.from({ length: OWNERS }, () => rt.owners.host());
-      await Promise.all(leases.map((l) => rt.terminals.open(l.token)));
+      const terminals = await Promise.all(leases.map((l) => rt.terminals.open(l.token)));
+      // Every shell at its prompt (inside its cgroup) before the dispose, as in the P8 bench.
+      await Promise.all(terminals.map((t, i) => untilOutput(rt, leases[i]!.token, t.id)));
       for (const { token } of leases) {
         const job = await rt.shell.background(token, { command: 'echo tick' });
         while (!(await rt.jobs.wait(token, job.id, 1_000))) {}
         expect((await rt.jobs.read(token, job.id, 0)).text).toBe('tick\n');
       }
+      const verdicts: Extract<Fact, { type: 'kill.verdict' }>[] = [];
+      rt.observe((fact) => {
+        if (fact.type === 'kill.verdict' && fact.actor.startsWith('terminal:')) verdicts.push(fact);
+      });
       await rt.dispose();
+      // A shell its hang-up just ended reads as in the root cgroup while it exits: its tree was
+      // then killed as if it had never entered (the marker sweep, whose look-alikes on a shared
+      // machine made verdicts 'escaped'). Each terminal's verdict is its cgroup's.
+      const proof = rt.stats().containment === 'cgroup' ? 'cgroup' : 'proc';
+      expect(verdicts.map((v) => `${v.status} ${v.proof}`)).toEqual(
+        terminals.map(() => `quiescent ${proof}`),
+      );
       expect(rt.terminals.stats()).toEqual(TERMINALS_QUIESCENT);
       const { jobs, processes, workers, timers, waiters } = rt.stats();
       expect({ jobs: jobs.jobs, processes, workers, timers, waiters }).toEqual({

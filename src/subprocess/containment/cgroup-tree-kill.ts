@@ -1,5 +1,5 @@
-import { isSameLiveProcess, signalIdentity } from '../identity.js';
-import { readProcStat } from '../proc.js';
+import { isDeadState, isSameLiveProcess, signalIdentity } from '../identity.js';
+import { isExiting, readProcStat } from '../proc.js';
 import type { ProcessIdentity, TreeKillVerdict } from '../types.js';
 import { cgroupOf, cgroupPids, isPopulated, killCgroup, removeCgroup } from './cgroup-fs.js';
 import { waitUnpopulated } from './cgroup-watch.js';
@@ -34,7 +34,12 @@ export async function killCgroupTree(
   outside: () => Promise<TreeKillVerdict>,
 ): Promise<TreeKillVerdict> {
   let fallback: TreeKillVerdict | null = null;
-  if (leader.pid > 0 && isSameLiveProcess(leader) && cgroupOf(leader.pid) !== tree.path) {
+  if (
+    leader.pid > 0 &&
+    isSameLiveProcess(leader) &&
+    cgroupOf(leader.pid) !== tree.path &&
+    !exitingSince(leader)
+  ) {
     fallback = await outside();
   }
   const killed = new Set<number>();
@@ -64,4 +69,13 @@ export async function killCgroupTree(
   }
   if (escaped.length + stuck.length === 0) return { status: 'quiescent', proof, killed: count };
   return { status: 'escaped', proof, killed: count, escaped, stuck };
+}
+
+// Read after its cgroup: a leader past the start of its exit reads as in the root cgroup (P8: a
+// terminal's shell that its hang-up just ended), so where it was says nothing. Inside, it was
+// where its tree is; not yet inside, it never ran the program (the entry comes before exec), so
+// nothing of it is outside. True too when it is a zombie or gone by now.
+function exitingSince(leader: ProcessIdentity): boolean {
+  const stat = readProcStat(leader.pid);
+  return stat === null || stat.startTime !== leader.startTime || isDeadState(stat.state) || isExiting(stat);
 }
