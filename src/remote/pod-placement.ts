@@ -6,7 +6,7 @@ import { apiCode, apiMessage, coreApi, type PodPlace } from '../subprocess/conta
 import type { ExecTransportOptions } from './exec-provider.js';
 import { createKubernetesProvider } from './kubernetes-provider.js';
 import { type PlacedOwner, placedOwner, placementChecks } from './placed-owner.js';
-import { podManifest, podProgress } from './pod-manifest.js';
+import { type PodProgress, podManifest, podProgress } from './pod-manifest.js';
 
 /**
  * X6: an owner placed in a Kubernetes pod of its own — `owners.host({ placement })`,
@@ -126,6 +126,7 @@ export function placeInPod(
     } catch (err) {
       throw unavailable(`the kubeconfig cannot be used: ${apiMessage(err)}`);
     }
+    if (lifetime.signal.aborted) throw unavailable('the owner ended before it was created');
     await api.createNamespacedPod({ namespace, body }).then(
       () => {
         created = true;
@@ -137,10 +138,14 @@ export function placeInPod(
       },
     );
     for (;;) {
+      // A read the server could not answer (no answer, 5xx) is tried again until the deadline.
       const read = await api.readNamespacedPod({ name: pod, namespace }).catch((err: unknown) => {
-        throw unavailable(`reading it failed: ${apiMessage(err)}`);
+        const code = apiCode(err);
+        if (code !== null && code < 500) throw unavailable(`reading it failed: ${apiMessage(err)}`);
+        return `reading it failed: ${apiMessage(err)}`;
       });
-      const progress = podProgress(read, container);
+      const progress: PodProgress =
+        typeof read === 'string' ? { state: 'waiting', why: read } : podProgress(read, container);
       if (progress.state === 'ready') return;
       if (progress.state === 'failed') throw unavailable(progress.why);
       const left = deadline - Date.now();
