@@ -10,7 +10,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TetherError } from '../../src/errors.js';
@@ -291,6 +291,38 @@ describe('pod placement (X6)', () => {
     expect(() => sandboxed.owners.host({ placement: placementOf() })).toThrow(/sandbox: \{ mode: 'off' \}/);
     expect(api.requests.slice(before)).toEqual([]);
     expect(existsSync(join(stateDir, 'pods')) ? readdirSync(join(stateDir, 'pods')) : []).toEqual([]);
+  });
+
+  it(`X6: a runtime that places no pod never loads @kubernetes/client-node; the first pod placement loads it (not a cluster: no API server is contacted)`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tether-x6-lazy-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    // A module-resolution hook that logs every specifier naming the client (node:module register).
+    writeFileSync(
+      join(dir, 'hooks.mjs'),
+      `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  if (specifier.includes('@kubernetes/client-node')) appendFileSync(${JSON.stringify(join(dir, 'loaded'))}, specifier + '\\n');
+  return next(specifier, context);
+}`,
+    );
+    const script = `import { register } from 'node:module';
+import { existsSync } from 'node:fs';
+register(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});
+const { createRuntime } = await import(${JSON.stringify(pathToFileURL(join(MAIN, '../../index.js')).href)});
+const rt = await createRuntime({ cwd: '/tmp', stateDir: ${JSON.stringify(join(dir, 'state'))} });
+const lease = rt.owners.host();
+await rt.shell.run({ command: 'true' }, lease.token);
+await rt.jobs.drainOwner(lease.token);
+console.log('before a pod:', existsSync(${JSON.stringify(join(dir, 'loaded'))}));
+const placed = rt.owners.host({ placement: { engine: 'kubernetes', namespace: 'agents', image: 'a', kubeconfig: ${JSON.stringify(join(dir, 'no-such-kubeconfig'))} } });
+const err = await rt.shell.run({ command: 'true' }, placed.token).catch((e) => e);
+console.log(err.code, existsSync(${JSON.stringify(join(dir, 'loaded'))}));
+await rt.dispose();`;
+    writeFileSync(join(dir, 'child.mjs'), script);
+    const r = await execa(process.execPath, [join(dir, 'child.mjs')], { reject: false });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('before a pod: false\nPROVIDER_UNAVAILABLE true');
+    expect(readFileSync(join(dir, 'loaded'), 'utf8')).toContain('@kubernetes/client-node');
   });
 
   it(`X6, K3: a SIGKILLed runtime's pod is deleted by label by the next runtime's recovery; a live runtime's pod and an unlabelled pod are left alone ${SUFFIX}`, async () => {
