@@ -2,7 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { TetherError } from '../errors.js';
 import { type ContainerOrigin, podLabels } from '../subprocess/containment/container-labels.js';
-import { apiCode, apiMessage, coreApi, type PodPlace } from '../subprocess/containment/kube-api.js';
+import {
+  apiCode,
+  apiMessage,
+  boundedSignal,
+  coreApi,
+  type PodPlace,
+} from '../subprocess/containment/kube-api.js';
 import type { ExecTransportOptions } from './exec-provider.js';
 import { createKubernetesProvider } from './kubernetes-provider.js';
 import { type PlacedOwner, placedOwner, placementChecks } from './placed-owner.js';
@@ -65,6 +71,7 @@ export interface PlacedPod extends PlacedOwner {
 }
 
 const POLL_MS = 250;
+const REMOVE_TIMEOUT_MS = 30_000;
 
 /**
  * Creates the pod of one owner now (in the background: `owners.host` is synchronous) and returns
@@ -117,55 +124,70 @@ export function placeInPod(
       'PROVIDER_UNAVAILABLE',
       `kubernetes could not start pod ${namespace}/${pod} for this owner: ${why}; nothing of the owner runs elsewhere`,
     );
-  let api: CoreV1Api | null = null;
   let created = false;
   const start = async () => {
-    const deadline = Date.now() + (options.startTimeoutMs ?? 120_000);
+    const ms = options.startTimeoutMs ?? 120_000;
+    // Every request and wait of the start ends at its deadline or when the owner ends.
+    const bound = boundedSignal(ms, lifetime.signal);
+    const stopped = (last: string) =>
+      lifetime.signal.aborted
+        ? unavailable('the owner ended while it was starting')
+        : unavailable(`not ready within ${ms} ms (${last})`);
     try {
-      api = await coreApi(place);
-    } catch (err) {
-      throw unavailable(`the kubeconfig cannot be used: ${apiMessage(err)}`);
-    }
-    if (lifetime.signal.aborted) throw unavailable('the owner ended before it was created');
-    await api.createNamespacedPod({ namespace, body }).then(
-      () => {
-        created = true;
-      },
-      (err: unknown) => {
-        // A create that got no answer may have been done; one refused (409 included) was not.
-        created = apiCode(err) === null;
-        throw unavailable(`creating it failed: ${apiMessage(err)}`);
-      },
-    );
-    for (;;) {
-      // A read the server could not answer (no answer, 5xx) is tried again until the deadline.
-      const read = await api.readNamespacedPod({ name: pod, namespace }).catch((err: unknown) => {
-        const code = apiCode(err);
-        if (code !== null && code < 500) throw unavailable(`reading it failed: ${apiMessage(err)}`);
-        return `reading it failed: ${apiMessage(err)}`;
-      });
-      const progress: PodProgress =
-        typeof read === 'string' ? { state: 'waiting', why: read } : podProgress(read, container);
-      if (progress.state === 'ready') return;
-      if (progress.state === 'failed') throw unavailable(progress.why);
-      const left = deadline - Date.now();
-      if (left <= 0)
-        throw unavailable(`not ready within ${options.startTimeoutMs ?? 120_000} ms (${progress.why})`);
-      await sleep(Math.min(POLL_MS, left), undefined, { signal: lifetime.signal }).catch(() => {
-        throw unavailable('the owner ended while it was starting');
-      });
+      let api: CoreV1Api;
+      try {
+        api = await coreApi(place, bound.signal);
+      } catch (err) {
+        throw unavailable(`the kubeconfig cannot be used: ${apiMessage(err)}`);
+      }
+      if (bound.signal.aborted) throw stopped('it was not created');
+      await api.createNamespacedPod({ namespace, body }).then(
+        () => {
+          created = true;
+        },
+        (err: unknown) => {
+          // A create that got no answer may have been done; one refused (409 included) was not.
+          created = apiCode(err) === null;
+          if (bound.signal.aborted) throw stopped(`creating it: ${apiMessage(err)}`);
+          throw unavailable(`creating it failed: ${apiMessage(err)}`);
+        },
+      );
+      let last = 'created';
+      for (;;) {
+        // A read the server could not answer (no answer, 5xx) is tried again until the deadline.
+        const read = await api.readNamespacedPod({ name: pod, namespace }).catch((err: unknown) => {
+          if (bound.signal.aborted) throw stopped(last);
+          const code = apiCode(err);
+          if (code !== null && code < 500) throw unavailable(`reading it failed: ${apiMessage(err)}`);
+          return `reading it failed: ${apiMessage(err)}`;
+        });
+        const progress: PodProgress =
+          typeof read === 'string' ? { state: 'waiting', why: read } : podProgress(read, container);
+        if (progress.state === 'ready') return;
+        if (progress.state === 'failed') throw unavailable(progress.why);
+        last = progress.why;
+        await sleep(POLL_MS, undefined, { signal: bound.signal }).catch(() => {
+          throw stopped(last);
+        });
+      }
+    } finally {
+      bound.clear();
     }
   };
   // Also after a failed start: a pod that never became ready is deleted too.
   const remove = async () => {
-    if (api === null || !created) return;
+    if (!created) return;
+    const bound = boundedSignal(REMOVE_TIMEOUT_MS);
     try {
+      const api = await coreApi(place, bound.signal);
       await api.deleteNamespacedPod({ name: pod, namespace, gracePeriodSeconds: 0 });
     } catch (err) {
       if (apiCode(err) === 404) return;
       process.emitWarning(`tether: deleting pod ${namespace}/${pod} failed: ${apiMessage(err)}`, {
         code: 'TETHER_PROVIDER',
       });
+    } finally {
+      bound.clear();
     }
   };
   const placed = placedOwner({

@@ -246,6 +246,20 @@ describe('pod placement (X6)', () => {
     await until('the unready pod is deleted', () => !hasPod(pod!));
   });
 
+  it(`X6: an API server that does not answer the create holds neither the start beyond startTimeoutMs nor the owner's end ${SUFFIX}`, async () => {
+    api.stall('stalled');
+    const r = await runtime();
+    const lease = r.owners.host({ placement: placementOf({ namespace: 'stalled', startTimeoutMs: 1500 }) });
+    const failed = await r.shell.run({ command: 'true' }, lease.token).catch((e) => e);
+    expect(failed).toMatchObject({ code: 'PROVIDER_UNAVAILABLE' });
+    expect((failed as Error).message).toContain('not ready within 1500 ms (creating it:');
+    expect(api.requests).toContain('POST /api/v1/namespaces/stalled/pods');
+    lease.retire();
+    await r.dispose(); // its delete (the create may have been done) finds no such pod
+    expect(r.stats().processes).toBe(0);
+    expect(api.requests.at(-1)).toMatch(/^DELETE \/api\/v1\/namespaces\/stalled\/pods\/tether-/);
+  });
+
   it(`X6: bad options are INVALID_ARGUMENT naming the field, and nothing is created or recorded ${SUFFIX}`, async () => {
     const r = await runtime();
     const before = api.requests.length;

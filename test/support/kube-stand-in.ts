@@ -31,6 +31,8 @@ export interface KubeStandIn {
   readonly requests: readonly string[];
   /** Creating pods in `namespace` is forbidden from now on (403, in RBAC's words). */
   forbid(namespace: string): void;
+  /** Creates of pods in `namespace` get no answer from now on (a stalled API server). */
+  stall(namespace: string): void;
   /** The pods stored now. */
   pods(): V1Pod[];
   /** The podman container backing pod `namespace/name`. */
@@ -67,6 +69,7 @@ export async function startKubeStandIn(): Promise<KubeStandIn> {
   const dir = mkdtempSync(join(tmpdir(), 'kube-stand-in-'));
   const store = new Map<string, Stored>();
   const forbidden = new Set<string>();
+  const stalled = new Set<string>();
   const requests: string[] = [];
   const server = createServer((req, res) => {
     requests.push(`${req.method} ${req.url}`);
@@ -82,6 +85,7 @@ export async function startKubeStandIn(): Promise<KubeStandIn> {
     if (m === null)
       return send(res, 404, status(404, 'NotFound', `the server could not find the requested resource`));
     const [, ns = '', name] = m;
+    if (stalled.has(ns) && req.method === 'POST') return; // no answer: close() ends the connection
     const key = (n: string) => `${ns}/${n}`;
     if (req.method === 'POST' && name === undefined) {
       const pod = JSON.parse(await body(req)) as V1Pod;
@@ -259,6 +263,7 @@ export async function startKubeStandIn(): Promise<KubeStandIn> {
     dir,
     requests,
     forbid: (namespace) => forbidden.add(namespace),
+    stall: (namespace) => stalled.add(namespace),
     pods: () => [...store.values()].map((s) => s.pod),
     containerOf,
     async close() {

@@ -20,16 +20,18 @@ export interface PodPlace {
 
 /**
  * A `CoreV1Api` of `@kubernetes/client-node` for `place`, the client loaded on first use (a
- * runtime that never places a pod never loads it). Throws what the client throws for a
- * kubeconfig that cannot be read or names no such context.
+ * runtime that never places a pod never loads it). Every request it makes ends when `signal`
+ * aborts (the caller's bound: an API server that does not answer must not hold a start, a
+ * removal or a recovery). Throws what the client throws for a kubeconfig that cannot be read or
+ * names no such context.
  *
  * @example
  * ```ts
- * const api = await coreApi({ namespace: 'agents', kubeconfig: null, context: 'kind-dev' });
+ * const api = await coreApi({ namespace: 'agents', kubeconfig: null, context: 'kind-dev' }, AbortSignal.timeout(15_000));
  * await api.listNamespacedPod({ namespace: 'agents', labelSelector: 'tether.runtime' });
  * ```
  */
-export async function coreApi(place: PodPlace): Promise<CoreV1Api> {
+export async function coreApi(place: PodPlace, signal?: AbortSignal): Promise<CoreV1Api> {
   const k8s = await import('@kubernetes/client-node');
   const config = new k8s.KubeConfig();
   if (place.kubeconfig === null) config.loadFromDefault();
@@ -48,7 +50,43 @@ export async function coreApi(place: PodPlace): Promise<CoreV1Api> {
       throw new Error(`the kubeconfig has no context ${JSON.stringify(place.context)}`);
     config.setCurrentContext(place.context);
   }
-  return config.makeApiClient(k8s.CoreV1Api);
+  const cluster = config.getCurrentCluster();
+  if (cluster === null) throw new Error('the kubeconfig names no cluster for its current context');
+  // What makeApiClient builds, and a middleware that gives every request the caller's signal.
+  return new k8s.CoreV1Api(
+    k8s.createConfiguration({
+      baseServer: new k8s.ServerConfiguration(cluster.server, {}),
+      authMethods: { default: config },
+      promiseMiddleware: [
+        {
+          pre: async (request) => {
+            if (signal !== undefined) request.setSignal(signal);
+            return request;
+          },
+          post: async (response) => response,
+        },
+      ],
+    }),
+  );
+}
+
+/**
+ * An abort signal that fires after `ms` or when `outer` aborts, and its `clear` (the timer's
+ * owner clears it once the work it bounds has settled).
+ *
+ * @example
+ * ```ts
+ * const bound = boundedSignal(15_000);
+ * try { await work(bound.signal); } finally { bound.clear(); }
+ * ```
+ */
+export function boundedSignal(ms: number, outer?: AbortSignal): { signal: AbortSignal; clear(): void } {
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(new Error(`no answer within ${ms} ms`)), ms);
+  return {
+    signal: outer === undefined ? timeout.signal : AbortSignal.any([outer, timeout.signal]),
+    clear: () => clearTimeout(timer),
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { isSameLiveProcess } from '../identity.js';
 import { originOf, processOf, RUNTIME_LABEL } from './container-labels.js';
-import { apiCode, apiMessage, coreApi, type PodPlace } from './kube-api.js';
+import { apiCode, apiMessage, boundedSignal, coreApi, type PodPlace } from './kube-api.js';
 import { readPodPlaces } from './pod-places.js';
 
 /**
@@ -32,7 +32,7 @@ export interface DeadRuntime {
  * there (pod-places.ts; none recorded: no API server is contacted): one list per place by the
  * `tether.runtime=<id>` label selector, then a delete (grace 0) of each pod whose labels name
  * the same process, dead now. Every other pod is left alone. A place whose API cannot be reached
- * is a `TETHER_RECOVERY` warning; its pods stay where they are.
+ * (or does not answer within 15 s) is a `TETHER_RECOVERY` warning; its pods stay where they are.
  *
  * @example
  * ```ts
@@ -46,10 +46,14 @@ export async function removePodsOf(stateDir: string, runtime: DeadRuntime): Prom
   return lists.flat();
 }
 
+/** Bound on one place's list and deletes: an API server that does not answer must not hold a start. */
+const API_TIMEOUT_MS = 15_000;
+
 async function removeIn(place: PodPlace, runtime: DeadRuntime): Promise<RecoveredPod[]> {
   const { namespace } = place;
+  const bound = boundedSignal(API_TIMEOUT_MS);
   try {
-    const api = await coreApi(place);
+    const api = await coreApi(place, bound.signal);
     const list = await api.listNamespacedPod({
       namespace,
       labelSelector: `${RUNTIME_LABEL}=${runtime.runtimeId}`,
@@ -81,5 +85,7 @@ async function removeIn(place: PodPlace, runtime: DeadRuntime): Promise<Recovere
       { code: 'TETHER_RECOVERY' },
     );
     return [];
+  } finally {
+    bound.clear();
   }
 }
