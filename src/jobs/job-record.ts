@@ -13,7 +13,8 @@ export type { JobErrorReporter } from './job-types.js';
 export interface JobRecord {
   readonly id: string;
   readonly ownerKey: string;
-  readonly hooks: JobHooks;
+  /** The producer's; {@link ENDED_HOOKS} once the job ended (see {@link releaseHooks}). */
+  hooks: JobHooks;
   readonly output: RetainedOutput;
   readonly settled: Promise<void>;
   readonly markSettled: () => void;
@@ -41,6 +42,80 @@ export function createJobRecord(
     markSettled = resolve;
   });
   return { id, ownerKey, hooks, output, settled, markSettled };
+}
+
+/** What an ended job's record holds instead of its producer's hooks: nothing of the process. */
+export const ENDED_HOOKS: JobHooks = Object.freeze({
+  cancel() {},
+  done: new Promise<never>(() => {}),
+});
+
+/**
+ * Lets go of the producer's hooks once the job ended: its output is in the record's buffer and
+ * its lifecycle in the actor's snapshot, and the hooks held the process handle, its pipes and
+ * controllers — 17 KB of heap per finished `echo` job, kept until the owner ends (P8: 12,000
+ * jobs in a minute).
+ *
+ * @example
+ * ```ts
+ * record.output.close();
+ * releaseHooks(record);
+ * ```
+ */
+export function releaseHooks(record: JobRecord): void {
+  record.hooks = ENDED_HOOKS;
+}
+
+/**
+ * Every job record by id, and each owner's: an owner's jobs are found without a walk over
+ * everyone's (P8: 1,000 owners keep 12,000 finished jobs, and each job's end looks at its
+ * owner's finished ones).
+ *
+ * @example
+ * ```ts
+ * const records = new JobRecords();
+ * records.add(record);
+ * [...records.ofOwner('o1')]; // [record]
+ * ```
+ */
+export class JobRecords {
+  readonly #byId = new Map<string, JobRecord>();
+  readonly #byOwner = new Map<string, Set<JobRecord>>();
+
+  get(id: string): JobRecord | undefined {
+    return this.#byId.get(id);
+  }
+
+  has(id: string): boolean {
+    return this.#byId.has(id);
+  }
+
+  values(): IterableIterator<JobRecord> {
+    return this.#byId.values();
+  }
+
+  /** The owners that have a record. */
+  owners(): IterableIterator<string> {
+    return this.#byOwner.keys();
+  }
+
+  ofOwner(ownerKey: string): Iterable<JobRecord> {
+    return this.#byOwner.get(ownerKey) ?? [];
+  }
+
+  add(record: JobRecord): void {
+    this.#byId.set(record.id, record);
+    const mine = this.#byOwner.get(record.ownerKey);
+    if (mine === undefined) this.#byOwner.set(record.ownerKey, new Set([record]));
+    else mine.add(record);
+  }
+
+  delete(record: JobRecord): void {
+    this.#byId.delete(record.id);
+    const mine = this.#byOwner.get(record.ownerKey);
+    mine?.delete(record);
+    if (mine?.size === 0) this.#byOwner.delete(record.ownerKey);
+  }
 }
 
 /**

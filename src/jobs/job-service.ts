@@ -18,8 +18,10 @@ import {
   callHook,
   createJobRecord,
   type JobRecord,
+  JobRecords,
   newJobId,
   pullOutput,
+  releaseHooks,
   warnJobError,
 } from './job-record.js';
 import { StartsInFlight } from './job-starts.js';
@@ -78,7 +80,7 @@ export function createJobService(options: JobServiceOptions): JobService {
     end: record.output.end,
   });
 
-  const records = new Map<string, JobRecord>();
+  const records = new JobRecords();
   const starts = new StartsInFlight();
   const turns = new TurnBudget(STARTS_PER_TURN);
   const settleTurns = new TurnBudget(SETTLES_PER_TURN);
@@ -93,7 +95,7 @@ export function createJobService(options: JobServiceOptions): JobService {
   const infoOf = (record: JobRecord): JobInfo => jobInfoOf(record.actor!.getSnapshot());
   const isTerminal = (record: JobRecord): boolean => isTerminalSnapshot(record.actor!.getSnapshot());
   const ownRecords = (ownerKey: string): JobRecord[] =>
-    [...records.values()].filter((r) => r.ownerKey === ownerKey && r.actor !== undefined);
+    [...records.ofOwner(ownerKey)].filter((r) => r.actor !== undefined);
 
   const system = startJobSystem(
     limit,
@@ -111,6 +113,7 @@ export function createJobService(options: JobServiceOptions): JobService {
         const record = records.get(jobId)!;
         pull(record);
         record.output.close();
+        releaseHooks(record);
         record.markSettled();
         keepFinishedWithinBudget(record);
         unwatch.get(jobId)?.();
@@ -178,7 +181,7 @@ export function createJobService(options: JobServiceOptions): JobService {
       throw error;
     }
     const record = createJobRecord(id, ownerKey, hooks, output);
-    records.set(id, record);
+    records.add(record);
     unwatch.set(
       id,
       facts.watch(`job:${id}`, () => {
@@ -211,7 +214,7 @@ export function createJobService(options: JobServiceOptions): JobService {
   };
   const forget = (ownerKey: string): void => {
     for (const record of ownRecords(ownerKey)) {
-      records.delete(record.id);
+      records.delete(record);
       hub.forget(record.id);
     }
   };
@@ -307,8 +310,7 @@ export function createJobService(options: JobServiceOptions): JobService {
     dispose() {
       disposing ??= (async () => {
         system.send({ type: 'CLOSE' });
-        const keys = (): Set<string> =>
-          new Set([...starts.owners(), ...[...records.values()].map((r) => r.ownerKey)]);
+        const keys = (): Set<string> => new Set([...starts.owners(), ...records.owners()]);
         await Promise.all([...keys()].map(drainKey));
         await hub.settle();
         hub.clear();

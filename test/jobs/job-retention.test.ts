@@ -1,0 +1,56 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { JobExit, JobHooks } from '../../src/jobs/job-types.js';
+import { type JobHarness, jobHarness, readAll, settle } from '../support/job-harness.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+let h: JobHarness;
+afterEach(async () => {
+  await h?.close();
+});
+
+// Full collections until `ref` is cleared (a WeakRef is cleared only after the turn that made it
+// unreachable, so each collection runs in a turn of its own), at most `rounds` times.
+async function collected(ref: WeakRef<object>, rounds = 10): Promise<boolean> {
+  for (let i = 0; i < rounds && ref.deref() !== undefined; i++) {
+    await nextTurn();
+    gc();
+  }
+  return ref.deref() === undefined;
+}
+
+describe('job retention', () => {
+  it("P8: a finished job keeps its output and info until its owner ends, but not its producer's hooks (what held the process)", async () => {
+    h = jobHarness();
+    const owner = h.owners.host().token;
+    let hooksRef: WeakRef<object> | undefined;
+    let finish: ((exit: JobExit) => void) | undefined;
+    const info = await h.jobs.start(owner, {
+      kind: 'test',
+      label: 'a process stand-in',
+      run: ({ append }) => {
+        append('tick\n');
+        // Stands for a child process handle with its pipes: only the hooks reach it.
+        const hooks: JobHooks & { handle: ArrayBuffer } = {
+          handle: new ArrayBuffer(1 << 20),
+          cancel() {},
+          done: new Promise<JobExit>((resolve) => {
+            finish = resolve;
+          }),
+        };
+        hooksRef = new WeakRef(hooks);
+        return hooks;
+      },
+    });
+    finish!({ exitCode: 0, signal: null });
+    expect(await settle(h.jobs, owner, info.id)).toMatchObject({ state: 'succeeded', exitCode: 0 });
+    finish = undefined;
+    expect(await collected(hooksRef!)).toBe(true);
+    expect((await readAll(h.jobs, owner, info.id)).text).toBe('tick\n');
+    expect(h.jobs.stats().jobs).toBe(1);
+  });
+});
