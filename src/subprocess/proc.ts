@@ -89,6 +89,26 @@ export function isExiting(stat: ProcStat): boolean {
 }
 
 /**
+ * Whether a SIGKILL is pending for `pid` (`ShdPnd` or `SigPnd` of /proc/<pid>/status): it dies
+ * as soon as it runs again, which on a loaded machine may be a while. False when it is gone.
+ *
+ * @example
+ * ```ts
+ * killCgroup(tree);
+ * cgroupPids(tree).filter((pid) => !killPending(pid)); // what the kill has not reached
+ * ```
+ */
+export function killPending(pid: number): boolean {
+  const text = readProcText(`/proc/${pid}/status`);
+  if (text === null) return false;
+  const SIGKILL_BIT = 1n << 8n; // signal 9
+  return [/^ShdPnd:\s*([0-9a-f]+)/m, /^SigPnd:\s*([0-9a-f]+)/m].some((re) => {
+    const hex = re.exec(text)?.[1];
+    return hex !== undefined && (BigInt(`0x${hex}`) & SIGKILL_BIT) !== 0n;
+  });
+}
+
+/**
  * Reads `/proc/<pid>/stat`; `null` when the process is gone (or there is no /proc).
  *
  * @example

@@ -7,6 +7,7 @@ import { TREE_MARKER_ENV } from '../../src/subprocess/marker.js';
 import {
   hasProcfs,
   isExiting,
+  killPending,
   listPids,
   listTaggedProcesses,
   parseProcStat,
@@ -66,6 +67,14 @@ describe('proc', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it.runIf(linux)(
+    'P8: no SIGKILL is pending for a live process that was sent none, nor for a gone pid',
+    () => {
+      expect(killPending(process.pid)).toBe(false);
+      expect(killPending(2 ** 22 + 1)).toBe(false); // above pid_max: never a process
+    },
+  );
 
   it.runIf(linux)('lists pids and reads this process', () => {
     expect(listPids()).toContain(process.pid);
