@@ -19,7 +19,7 @@ import { startRawServer } from './raw-line-server.js';
 const OPEN_WIDTH = 8; // links opened at a time
 
 // What both sides measure around their own links. `side.start()` gives { open(i), pids(), call(i),
-// dispose(), left() }.
+// treePids(), dispose(), left() }.
 async function measured(n, { idleSeconds, callSeconds }, side) {
   const rss0 = await collectedRss();
   const s = await side.start();
@@ -37,8 +37,11 @@ async function measured(n, { idleSeconds, callSeconds }, side) {
   const fds = fdCount();
   const idle = await window(idleSeconds, { pids });
   const calls = await window(callSeconds, { callers: n, call: s.call, pids });
+  const trees = s.treePids();
   const disposed = await timed(() => s.dispose());
-  const left = await s.left();
+  const left = { ...(await s.left()), trees: trees.length, treesLeft: living(trees).length };
+  // What dispose left is ours to end (after the daemon, a tree's parent is init): not the next run's.
+  for (const pid of living(trees)) process.kill(pid, 'SIGKILL');
   const rssAfter = await collectedRss();
   return {
     rss0,
@@ -89,6 +92,7 @@ export function tetherLinks(n, windows) {
           rt.shell.run({ command: 'true', owner: leases[i].token }).then((r) => {
             if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}`);
           }),
+        treePids: () => [...daemons].flatMap((pid) => childrenOf(pid).map((p) => p.pid)),
         dispose: () => rt.dispose(),
         // Daemons still running 20 s after dispose (each ends once its last client and tree are gone).
         async left() {
@@ -121,6 +125,7 @@ export function rawLinks(n, windows) {
           servers[i].call('true').then((r) => {
             if (r.exitCode !== 0) throw new Error(`exit ${r.exitCode}`);
           }),
+        treePids: () => servers.filter(Boolean).flatMap((s) => childrenOf(s.pid).map((p) => p.pid)),
         dispose: () => Promise.all(servers.filter(Boolean).map((s) => s.close())),
         left: async () => ({ daemonsLeft: 0, daemonsGoneMs: 0 }),
       };

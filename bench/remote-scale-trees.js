@@ -34,6 +34,8 @@ async function measured(m, idleSeconds, side) {
   const trees = s.treePids();
   const disposed = await timed(() => s.dispose());
   const left = { ...(await s.left()), trees: trees.length, treesLeft: living(trees).length };
+  // What dispose left is ours to end (after the daemon, a tree's parent is init): not the next run's.
+  for (const pid of living(trees)) process.kill(pid, 'SIGKILL');
   return {
     rss0,
     rssOne,

@@ -32,7 +32,7 @@ const fmtLoad = () =>
     .map((x) => x.toFixed(2))
     .join(' / ');
 const sp = (xs, digits) => (xs.every((x) => Number.isFinite(x)) ? spread(xs, digits) : '—');
-const ratio = (a, b) => `${(median(a) / median(b)).toFixed(2)}×`;
+const ratio = (a, b) => (median(b) === 0 ? '—' : `${(median(a) / median(b)).toFixed(2)}×`);
 const row = (cells) => console.log(`| ${cells.join(' | ')} |`);
 // One measure of both sides: [what, raw, tether, tether/raw of the medians, note].
 const both = (what, all, f, digits, note = '') => {
@@ -268,7 +268,7 @@ async function linksSection() {
       all,
       (x) => x.disposeMs / 1000,
       2,
-      `daemons left 20 s after ${all.tether.map((x) => x.left.daemonsLeft).join(', ')}; gone after ${sp(
+      `trees left raw ${all.raw.map((x) => x.left.treesLeft).join(', ')}, tether ${all.tether.map((x) => x.left.treesLeft).join(', ')}; daemons left 20 s after ${all.tether.map((x) => x.left.daemonsLeft).join(', ')}; gone after ${sp(
         all.tether.map((x) => x.left.daemonsGoneMs / 1000),
         1,
       )} s`,
