@@ -103,25 +103,43 @@ def pids():
     return [int(d) for d in os.listdir('/proc') if d.isdigit()]
 
 
-def tree_members(tree, marker, leader, roots=()):
+# The latest /proc scan (proc_rows) and its number.
+SCAN = {'n': 0, 'rows': []}
+
+
+def proc_rows(after):
+    """(number, rows): a /proc scan newer than scan number `after`, the latest if it is, and
+    its rows: every live process but the daemon as (pid, stat, its TETHER_TREE markers). Kills
+    polling together share one (500 kills each scanning all of /proc every step was quadratic,
+    marker mode); each still sees a scan taken after its previous look. A scan that found no
+    member of a tree proves it empty as well as a scan of its own would (none can join it)."""
+    if SCAN['n'] > after:
+        return SCAN['n'], SCAN['rows']
+    rows, me = [], os.getpid()
+    for pid in pids():
+        st = stat_of(pid)
+        if st is None or st['state'] in 'ZX' or pid == me:
+            continue
+        try:
+            with open('/proc/%d/environ' % pid, 'rb') as f:
+                marks = [i for i in f.read().split(b'\0') if i.startswith(b'TETHER_TREE=')]
+        except OSError:
+            marks = []
+        rows.append((pid, st, marks))
+    SCAN['n'], SCAN['rows'] = SCAN['n'] + 1, rows
+    return SCAN['n'], rows
+
+
+def tree_members(tree, marker, leader, roots, rows):
     """Live processes of a tree: its env marker, the leader's session (identity-checked), and
     every descendant of those and of `roots` (the orphans of the tree the helper adopted as
     subreaper): a child that left the session and dropped the env is still found by its parent."""
     found, children = set(), {}
-    for pid in pids():
-        st = stat_of(pid)
-        if st is None or st['state'] in 'ZX' or pid == os.getpid():
-            continue
+    session = leader is not None and alive(leader[0], leader[1])
+    for pid, st, marks in rows:
         children.setdefault(st['ppid'], []).append(pid)
-        if leader is not None and alive(leader[0], leader[1]) and st['sid'] == leader[0]:
+        if session and st['sid'] == leader[0] or marker in marks:
             found.add(pid)
-            continue
-        try:
-            with open('/proc/%d/environ' % pid, 'rb') as f:
-                if marker in f.read().split(b'\0'):
-                    found.add(pid)
-        except OSError:
-            pass
     if leader is not None and alive(leader[0], leader[1]):
         found.add(leader[0])
     todo = list(found) + [p for p in roots if alive(p)]
@@ -211,6 +229,12 @@ def remove_cgroup(cg):
 
 
 def kill_tree(tree, leader, grace_ms, reap, hangup=False, cg=None, strays=None):
+    """The steps of a tree's kill (kill_steps), to start now: its /proc scans (marker mode) are
+    all taken after this call."""
+    return kill_steps(tree, leader, grace_ms, reap, hangup, cg, strays, SCAN['n'])
+
+
+def kill_steps(tree, leader, grace_ms, reap, hangup, cg, strays, scanned):
     """A generator: yields the seconds to wait before its next step, returns the verdict (S4).
 
     With a cgroup (`cg`), its members are the tree: the leader entered it before its exec (spawn
@@ -222,12 +246,15 @@ def kill_tree(tree, leader, grace_ms, reap, hangup=False, cg=None, strays=None):
     adopted orphan it could not attribute to one tree makes the verdict `escaped` (unproven)."""
     marker = ('TETHER_TREE=' + tree).encode()
     killed = set()
+    seen = scanned  # the scan its last look used; after a wait it needs a newer one than that
     cg = cg if cg is not None and os.path.isdir(cg) else None
 
     def members():
         if cg is not None:
             return [p for p in cgroup_pids(cg) if alive(p)]
-        return tree_members(tree, marker, leader, strays.mine(tree) if strays else ())
+        nonlocal seen
+        seen, rows = proc_rows(scanned)
+        return tree_members(tree, marker, leader, strays.mine(tree) if strays else (), rows)
 
     def send(sig):
         for pid in members():
@@ -244,13 +271,24 @@ def kill_tree(tree, leader, grace_ms, reap, hangup=False, cg=None, strays=None):
             kill_cgroup(cg)
 
     def wait_gone(ms):
-        end = time.monotonic() + ms / 1000
+        nonlocal scanned
+        # Polls after 5 ms, then waits twice as long each time, up to 50 ms: a dispose kills
+        # hundreds of trees at once, each stepping every round of the daemon's loop, which must
+        # stay free to answer (a loop that stalls past the heartbeat loses the link, X3).
+        end, pause = time.monotonic() + ms / 1000, 0.005
         while True:
             reap()
-            left = members()
-            if not left and (cg is None or not populated(cg)) or time.monotonic() >= end:
-                return left
-            yield 0.005
+            # Under a cgroup the kernel's `populated 0` is the proof (one small read a step);
+            # its members are listed only once the deadline passed: what is left.
+            if cg is not None and not populated(cg):
+                return []
+            over = time.monotonic() >= end
+            if cg is None or over:
+                left = members()
+                if not left or over:
+                    return left
+            yield min(pause, max(0.0, end - time.monotonic()))
+            scanned, pause = seen, min(pause * 2, 0.05)
 
     proof = 'cgroup' if cg is not None else 'proc'
     send(signal.SIGTERM)
@@ -530,6 +568,8 @@ class Daemon:
         self.alone_since = time.monotonic()
         self.reaped_at = 0.0
         self.strays = None  # marker mode: the subreaper's record of orphans (Strays)
+        self.round, self.adopted = 0, -1  # step_tasks's rounds; the last one that adopted
+        self.scan_floor = 0  # the /proc scan before this loop round's (Daemon.signal)
         try:
             if LIBC.prctl(36, 1, 0, 0, 0) == 0 and self.cg is None:  # PR_SET_CHILD_SUBREAPER
                 strays = Strays()
@@ -561,6 +601,7 @@ class Daemon:
 
     def run(self):
         while True:
+            self.scan_floor = SCAN['n']  # signals of this round share a scan taken in it
             busy = self.clients or any(j.exit is None for j in self.jobs.values())
             idle = time.monotonic() - self.alone_since
             # Nothing left to keep: no client, no tree, no kill in progress (the first client gets 5 s to come).
@@ -629,9 +670,11 @@ class Daemon:
                          self.strays)
 
     def reaped(self):
-        """Reaps, then updates the orphan record (a kill's every step)."""
+        """Reaps, then updates the orphan record (a kill's every step; once a round, as the
+        /proc scan the kills share: reap() itself adopts a reaped leader's orphans)."""
         self.reap()
-        if self.strays is not None:
+        if self.strays is not None and self.adopted != self.round:
+            self.adopted = self.round
             self.strays.adopt(self.jobs)
 
     def release(self, job):
@@ -691,6 +734,7 @@ class Daemon:
         self.tasks.append([time.monotonic(), gen, done])
 
     def step_tasks(self):
+        self.round += 1
         now = time.monotonic()
         for task in [t for t in self.tasks if t[0] <= now]:
             try:
@@ -1084,9 +1128,20 @@ class Daemon:
         if job.exit is not None or not alive(job.pid, job.start):
             return False
         root = stat_of(job.pid)
+        if root is None:
+            return False
         group = {'foreground': root['tpgid'], 'group': job.pid}.get(msg['target'])
         hit = False
-        for pid in pids():
+        # The candidates: under a cgroup its members (nothing of the session leaves it), else the
+        # session's processes in a /proc scan that every signal of this loop round shares. A scan
+        # per signal stalled the loop (50-60 ms each with 1,300 processes: the SIGINTs of 300
+        # cancels at dispose held it 18 s, past the heartbeat, and the runtime dropped the link
+        # with the trees alive). Each candidate's identity is read again just before its signal.
+        if job.cg is not None:
+            candidates = cgroup_pids(job.cg)
+        else:
+            candidates = [pid for pid, st, _ in proc_rows(self.scan_floor)[1] if st['sid'] == job.pid]
+        for pid in candidates:
             st = stat_of(pid)
             if st is None or st['state'] in 'ZX' or st['sid'] != job.pid:
                 continue
