@@ -24,7 +24,7 @@ async function collected(ref: WeakRef<object>, rounds = 10): Promise<boolean> {
 }
 
 describe('job retention', () => {
-  it("P8: a finished job keeps its output and info until its owner ends, but not its producer's hooks (what held the process)", async () => {
+  it("J5, D3: a finished job keeps its output and info until its owner ends, but not its producer's hooks (what held the process; P8)", async () => {
     h = jobHarness();
     const owner = h.owners.host().token;
     let hooksRef: WeakRef<object> | undefined;

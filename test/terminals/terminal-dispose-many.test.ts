@@ -15,7 +15,7 @@ async function untilOutput(rt: Runtime, owner: OwnerLease['token'], id: string):
 }
 
 describe('terminals: many closed at once', () => {
-  it('P8: the sessions of 24 terminals signalled in one turn are found by one /proc scan, not one each', async () => {
+  it('T8, D2: the sessions of 24 terminals signalled in one turn are found by one /proc scan, not one each (P8)', async () => {
     const rt = await createRuntime();
     try {
       const leases = Array.from({ length: OWNERS }, () => rt.owners.host());
@@ -33,7 +33,7 @@ describe('terminals: many closed at once', () => {
     }
   });
 
-  it('P8, D2: disposing 24 owners with a terminal at its prompt and a finished job each: each verdict proved by the cgroup, no record or process left', async () => {
+  it('D2, T4: disposing 24 owners with a terminal at its prompt and a finished job each: each verdict proved by the cgroup, no record or process left (P8)', async () => {
     const rt = await createRuntime();
     try {
       const leases = Array.from({ length: OWNERS }, () => rt.owners.host());
