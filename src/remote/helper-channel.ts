@@ -78,7 +78,12 @@ export function createHelperChannel(
     events.event(message);
   };
   const read = createFrameReader(onFrame);
-  channel.on('data', read);
+  // Bytes from the helper so far: a helper that is sending is alive (the heartbeat).
+  let heard = 0;
+  channel.on('data', (chunk: Buffer) => {
+    heard += chunk.length;
+    read(chunk);
+  });
   channel.on('close', () => {
     const last = link.stderr().trim().split('\n').pop();
     lose(last ? `the helper channel closed (${last})` : 'the helper channel closed');
@@ -107,7 +112,7 @@ export function createHelperChannel(
       channel.write(jsonFrame({ ...message, id }));
     });
   };
-  if (heartbeat !== undefined) void beat(heartbeat, request, lost, lose);
+  if (heartbeat !== undefined) void beat(heartbeat, request, () => heard, lost, lose);
   return {
     request,
     notify(message) {
@@ -136,10 +141,13 @@ export interface Heartbeat {
 }
 
 // Any reply proves the helper alive: `ping` is not an op, so the helper answers with a refusal
-// (no protocol change). Stops when the channel is lost.
+// (no protocol change). So does anything it sent meanwhile: a helper busy with hundreds of kills
+// answers late but is not dead (its verdicts arrive), and dropping its link mid-dispose left the
+// trees running (D2). Stops when the channel is lost.
 async function beat(
   { intervalMs, countMax }: Heartbeat,
   request: (message: Record<string, unknown>) => Promise<unknown>,
+  heard: () => number,
   lost: Promise<string>,
   lose: (why: string) => void,
 ): Promise<void> {
@@ -149,6 +157,7 @@ async function beat(
     const answered = await sleep(intervalMs, false, { signal: stop.signal }).catch(() => true);
     if (answered) return;
     const bound = new AbortController();
+    const before = heard();
     const reply = request({ op: 'ping' }).then(
       () => true,
       () => true,
@@ -158,7 +167,7 @@ async function beat(
       sleep(intervalMs * countMax, false, { signal: bound.signal }).catch(() => true),
     ]);
     bound.abort();
-    if (!ok) lose(`no answer from the helper within ${intervalMs * countMax} ms`);
+    if (!ok && heard() === before) lose(`no answer from the helper within ${intervalMs * countMax} ms`);
   }
 }
 

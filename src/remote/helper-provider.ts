@@ -184,15 +184,38 @@ export function createHelperProvider(options: HelperProviderConfig): HelperProvi
         tree.lost(`the remote helper on ${label} died; its trees are killed when it is reached again`);
       }
     }
-    for (const tree of [...orphans]) {
-      await helper.request({ op: 'kill', tree, graceMs: 500 }).catch(() => {});
-      if (helper.alive) orphans.delete(tree);
-    }
+    await killOrphans(helper);
     if (disposed || !helper.alive) {
       throw disposed ? disposedError() : lostError(label, 'the helper channel closed while connecting', kind);
     }
     void helper.lost.then((why) => onLost(next, why));
     return next;
+  };
+
+  // The trees a kill could not reach, killed now, all at once (the helper kills them side by side):
+  // each is forgotten once the helper answered, or its kill failed while the channel stayed up.
+  const killOrphans = async (helper: HelperChannel): Promise<void> => {
+    await Promise.all(
+      [...orphans].map(async (tree) => {
+        await helper.request({ op: 'kill', tree, graceMs: 500 }).catch(() => {});
+        if (helper.alive) orphans.delete(tree);
+      }),
+    );
+  };
+
+  // D2/X3: at dispose, trees whose kill found the link down (lost mid-dispose, a reconnect under
+  // way) are not left to the helper's linger: the link is reached once more (a reconnect under
+  // way, or a new connect), within `connectBoundMs`, and they are killed to a verdict.
+  const sweepOrphans = async (): Promise<void> => {
+    const bound = new AbortController();
+    const swept = ready()
+      .then((current) => killOrphans(current.helper))
+      .catch(() => {});
+    await Promise.race([
+      swept,
+      sleep(options.connectBoundMs, undefined, { signal: bound.signal }).catch(() => {}),
+    ]);
+    bound.abort();
   };
 
   // X3: fail what was in flight (the channel did), then try to re-attach the trees that remain.
@@ -348,6 +371,7 @@ export function createHelperProvider(options: HelperProviderConfig): HelperProvi
     },
     async dispose() {
       if (disposed) return;
+      if (orphans.size > 0) await sweepOrphans();
       disposed = true;
       stop.abort();
       const current = session;
@@ -374,6 +398,13 @@ export function createHelperProvider(options: HelperProviderConfig): HelperProvi
         ]);
       }
       bound.abort();
+      // Never a silent "done" with trees alive (D2): what could not be reached is the error.
+      if (orphans.size > 0) {
+        throw new TetherError(
+          'PROVIDER_LOST',
+          `${orphans.size} remote tree(s) on ${label} could not be killed at dispose (the ${kind} was lost and not reached again within ${options.connectBoundMs} ms); they may still run there: the helper kills trees no client holds after lingerMs (${options.lingerMs} ms), or reach the host and end them`,
+        );
+      }
     },
   };
 }
