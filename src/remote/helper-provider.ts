@@ -23,6 +23,11 @@ export interface RemoteProvider extends SubprocessProvider {
   readonly label: string;
   /** Whether remote hosts answer `stdin_read` probes (known after the first connect). */
   readonly provesInput: boolean | null;
+  /**
+   * Says goodbye to the helper and closes every link. Trees whose kill found the link down are
+   * killed first if the host is reached again within the connect bound; rejects PROVIDER_LOST,
+   * naming how many, when some could not be (they may still run there until the helper's linger).
+   */
   dispose(): Promise<void>;
 }
 
@@ -198,7 +203,9 @@ export function createHelperProvider(options: HelperProviderConfig): HelperProvi
     await Promise.all(
       [...orphans].map(async (tree) => {
         await helper.request({ op: 'kill', tree, graceMs: 500 }).catch(() => {});
-        if (helper.alive) orphans.delete(tree);
+        if (!helper.alive) return;
+        orphans.delete(tree);
+        helper.notify({ op: 'release', tree }); // no handle will: the helper forgets it now
       }),
     );
   };

@@ -88,6 +88,7 @@ describe('dispose with hundreds of remote trees on one helper link (issue 31)', 
     try {
       await rt.dispose();
     } finally {
+      await new Promise((resolve) => setImmediate(resolve)); // a warning is emitted on the next tick
       process.off('warning', onWarning);
     }
     expect(warnings.slice(0, 3)).toEqual([]);
@@ -101,4 +102,88 @@ describe('dispose with hundreds of remote trees on one helper link (issue 31)', 
       (alive) => !alive,
     );
   }, 300_000);
+});
+
+describe('dispose when the helper link is lost while its cancels are in flight (issue 31)', () => {
+  let dir: string | null = null;
+  let rt: Runtime | null = null;
+  let daemon: number | null = null;
+  afterEach(async () => {
+    if (daemon !== null && isAlive(daemon)) process.kill(daemon, 'SIGCONT');
+    await rt?.dispose().catch(() => {});
+    rt = null;
+    for (const pid of markedPids()) process.kill(pid, 'SIGKILL');
+    if (daemon !== null && isAlive(daemon)) process.kill(daemon, 'SIGKILL');
+    daemon = null;
+    if (dir !== null) rmSync(dir, { recursive: true, force: true });
+    dir = null;
+  });
+
+  // Five idle jobs on one exec link whose helper is then stopped (SIGSTOP): the cancels' requests
+  // go unanswered until the heartbeat (200 ms × 3) drops the link, and each kill finds it down.
+  const stoppedHelper = async (connectTimeoutMs: number) => {
+    dir = mkdtempSync(join(tmpdir(), 'tether-dispose-lost-'));
+    const provider = createExecProvider({
+      argv: ['/usr/bin/env', 'PATH=/usr/bin:/bin'],
+      helperDir: dir,
+      label: 'dispose-lost',
+      heartbeat: { intervalMs: 200, countMax: 3 },
+      reconnect: { attempts: 3, delayMs: 500 },
+      connectTimeoutMs,
+    });
+    rt = await createRuntime({ provider, cwd: '/tmp', spillDir: false });
+    const lease = rt.owners.host();
+    for (let i = 0; i < 5; i++) await rt.shell.background(lease.token, { command: 'exec sleep 100000' });
+    const helper = Number(readFileSync(join(dir, 'helper.pid'), 'utf8'));
+    daemon = helper;
+    expect(markedPids()).toHaveLength(5);
+    process.kill(helper, 'SIGSTOP');
+    const warnings: { code: string | undefined; message: string }[] = [];
+    const onWarning = (w: Error & { code?: string }) => warnings.push({ code: w.code, message: w.message });
+    process.on('warning', onWarning);
+    // A warning is emitted on the next tick: the listener stays until one has passed.
+    const stopWatching = async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      process.off('warning', onWarning);
+    };
+    return { provider, helper, warnings, stopWatching };
+  };
+
+  it('X3, D2: the kills that found the link down are done once the helper answers again, before dispose resolves: no marked process left, the daemon ends', async () => {
+    const { provider, helper, warnings, stopWatching } = await stoppedHelper(10_000);
+    const disposed = rt?.dispose();
+    // The link is lost mid-dispose; then the helper runs again (it was only slow).
+    await until(
+      'the link dropped',
+      () => provider.workers,
+      (n) => n === 0,
+    );
+    process.kill(helper, 'SIGCONT');
+    try {
+      await disposed;
+    } finally {
+      await stopWatching();
+    }
+    expect(markedPids()).toEqual([]);
+    expect(warnings.filter((w) => w.code === 'TETHER_PROVIDER')).toEqual([]);
+    await until(
+      'the helper daemon ended',
+      () => isAlive(helper),
+      (alive) => !alive,
+    );
+  }, 120_000);
+
+  it('X3, D2: a helper that is not reached again within connectTimeoutMs makes dispose say how many trees may still run (TETHER_PROVIDER, PROVIDER_LOST), never a silent done', async () => {
+    const { warnings, stopWatching } = await stoppedHelper(1_500);
+    try {
+      await rt?.dispose();
+    } finally {
+      await stopWatching();
+    }
+    const said = warnings.filter((w) => w.code === 'TETHER_PROVIDER').map((w) => w.message);
+    expect(said).toHaveLength(1);
+    expect(said[0]).toContain('5 remote tree(s) on dispose-lost could not be killed at dispose');
+    // They do still run (the helper is stopped): afterEach ends them by pid.
+    expect(markedPids()).toHaveLength(5);
+  }, 120_000);
 });

@@ -305,7 +305,13 @@ describe('ssh provider faults (X3)', () => {
     const daemon = daemonPid();
     for (const pid of sshd.sshdPids()) process.kill(pid, 'SIGSTOP');
     expect(codeOf(await job.kill().catch((e: unknown) => e))).toBe('PROVIDER_LOST');
-    await p.dispose();
+    // D2: the abandoned tree could not be killed: dispose says so (bounded, never a silent done).
+    const disposed = await p.dispose().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(codeOf(disposed)).toBe('PROVIDER_LOST');
+    expect(String(disposed)).toContain('1 remote tree(s)');
     expect(p.workers).toBe(0);
     for (const pid of sshd.sshdPids()) process.kill(pid, 'SIGCONT');
     await until(
