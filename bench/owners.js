@@ -26,43 +26,19 @@
 import { fork } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import { createRuntime } from '../dist/src/index.js';
 import { readJobToEnd, timed } from './drive.js';
 import { checkLoad, median, spread } from './measure.js';
+import { collectedRss, heapNow, window } from './proc-stats.js';
 
 const PERIOD_MS = 5_000;
 const JOB = 'echo tick';
 const fmt = (x, digits = 1) => (x === undefined || Number.isNaN(x) ? '—' : x.toFixed(digits));
 const sp = (xs, digits) => (xs.length > 0 ? spread(xs, digits) : '—');
 const ratio = (a, b) => `${fmt(median(a) / median(b), 2)}× raw`;
-
-// npm run bench starts node without --expose-gc: turn it on here (V8 reads the flag when the
-// next context is created) rather than measure RSS with garbage in it.
-const gc =
-  globalThis.gc ??
-  (() => {
-    setFlagsFromString('--expose-gc');
-    return runInNewContext('gc');
-  })();
-
-// Full collections until RSS stops falling (weak callbacks and finalizers run between them).
-async function collectedRss() {
-  let rss = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < 5; i++) {
-    gc();
-    await sleep(100);
-    const now = process.memoryUsage.rss();
-    if (now >= rss * 0.995) return now;
-    rss = now;
-  }
-  return rss;
-}
 
 // Every descendant of this process (/proc ppid links): how many, and their Rss and Pss summed
 // (smaps_rollup, kB → bytes). Pss shares bash's text and libc among the shells that map them.
@@ -110,12 +86,6 @@ async function rssBack(rss0) {
   return { rssAfter: rss, backMs: performance.now() - t0, heapTotal: process.memoryUsage().heapTotal };
 }
 
-// The main isolate's heap in use + external memory (after a collection, when read after collectedRss).
-const heapNow = () => {
-  const { heapUsed, external } = process.memoryUsage();
-  return heapUsed + external;
-};
-
 // What the machine's limits were while the terminals were open: PTYs in use against
 // /proc/sys/kernel/pty/max, this process's open fds against its soft RLIMIT_NOFILE.
 function limitsNow() {
@@ -131,48 +101,18 @@ function limitsNow() {
 
 // Every owner's job every PERIOD_MS for `seconds`, owner i's first at i × PERIOD_MS / owners;
 // `startJob(i)` resolves when that job was read to its end. The loop's delay is sampled over
-// the whole phase (until the last job ended).
+// the whole phase (until the last job ended): proc-stats.js's window, as the remote-scale bench.
 async function jobPhase(owners, seconds, startJob) {
-  const delay = monitorEventLoopDelay({ resolution: 1 });
-  delay.enable();
-  await sleep(20); // monitorEventLoopDelay records nothing of its first interval
-  const latencies = [];
-  const failures = {};
-  const pending = new Set();
-  const timers = [];
-  const t0 = performance.now();
-  const end = t0 + seconds * 1000;
-  const tick = (i) => {
-    if (performance.now() >= end) return;
-    timers[i] = setTimeout(() => tick(i), PERIOD_MS);
-    const started = performance.now();
-    const job = startJob(i).then(
-      () => latencies.push(performance.now() - started),
-      (err) => {
-        const code = err?.code ?? err?.message ?? String(err);
-        failures[code] = (failures[code] ?? 0) + 1;
-      },
-    );
-    pending.add(job);
-    void job.then(() => pending.delete(job));
-  };
-  for (let i = 0; i < owners; i++) timers[i] = setTimeout(() => tick(i), (i * PERIOD_MS) / owners);
-  await sleep(seconds * 1000);
-  for (const timer of timers) clearTimeout(timer);
-  await Promise.all(pending);
-  const wallMs = performance.now() - t0;
-  delay.disable();
-  latencies.sort((a, b) => a - b);
-  const failed = Object.values(failures).reduce((n, x) => n + x, 0);
+  const w = await window(seconds, { callers: owners, periodMs: PERIOD_MS, call: startJob });
   return {
-    p99ms: delay.percentile(99) / 1e6,
-    maxms: delay.max / 1e6,
-    done: latencies.length,
-    failed,
-    failures,
-    jobsPerS: (latencies.length + failed) / (wallMs / 1000),
-    latencyP50: latencies[Math.floor(latencies.length / 2)] ?? Number.NaN,
-    latencyP99: latencies[Math.floor(latencies.length * 0.99)] ?? Number.NaN,
+    p99ms: w.p99ms,
+    maxms: w.maxms,
+    done: w.calls,
+    failed: w.failed,
+    failures: w.failures,
+    jobsPerS: (w.calls + w.failed) / (w.wallMs / 1000),
+    latencyP50: w.latencyP50,
+    latencyP99: w.latencyP99,
   };
 }
 
