@@ -1,4 +1,4 @@
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +11,13 @@ import type { Fact } from '../../src/observe/fact-types.js';
 import type { ContainerPlacement } from '../../src/remote/container-placement.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { hostImage, removeContainer, startContainer, TEST_LABEL } from '../support/container-image.js';
-import { agentsExample, startCrashChild, stopProcess } from '../support/placed-runtime.js';
+import {
+  agentsExample,
+  containerExists,
+  startCrashChild,
+  stopProcess,
+  until,
+} from '../support/placed-runtime.js';
 
 // X6: owners placed in containers of their own, on real podman, in an image built from this
 // host's own files (test/support/container-image.js). FIELD-NOTES: runc, ulimits, --init.
@@ -63,14 +69,6 @@ function containersOf(pid: number): Listed[] {
   );
   return JSON.parse(out) as Listed[];
 }
-const exists = (name: string) => spawnSync('podman', ['container', 'exists', name]).status === 0;
-async function until(what: string, ok: () => boolean, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('container placement (X6)', () => {
   let rt: Runtime | null = null;
@@ -99,7 +97,8 @@ describe('container placement (X6)', () => {
     r.observe((fact) => {
       facts.push(fact);
       // Synchronously, while the verdict is being reported: the container must still be there.
-      if (fact.type === 'kill.verdict' && atVerdict === null && name !== '') atVerdict = exists(name);
+      if (fact.type === 'kill.verdict' && atVerdict === null && name !== '')
+        atVerdict = containerExists(name);
     });
     const lease = r.owners.host({ placement: placementOf(image) });
     const where = await r.shell.run(
@@ -122,7 +121,7 @@ describe('container placement (X6)', () => {
     const job = await r.shell.background(lease.token, { command: 'sleep 300' });
     await until('the job runs', () => r.stats().jobs.running === 1);
     lease.retire();
-    await until('the container is removed', () => !exists(name));
+    await until('the container is removed', () => !containerExists(name));
     const verdict = facts.find((f) => f.type === 'kill.verdict' && f.actor === `job:${job.id}`);
     expect(verdict).toMatchObject({ status: 'quiescent' });
     expect(atVerdict).toBe(true); // the trees were dead before the container went
@@ -213,7 +212,7 @@ describe('container placement (X6)', () => {
     expect(crashed?.State).toBe('running');
     child.process.kill('SIGKILL');
     await child.exited;
-    expect(exists(crashed!.Names[0]!)).toBe(true); // nothing removed it
+    expect(containerExists(crashed!.Names[0]!)).toBe(true); // nothing removed it
 
     const next = await createRuntime({ cwd: '/tmp', stateDir, limits: { cleanupGraceMs: 300 } });
     cleanups.push(() => next.dispose());
@@ -225,9 +224,9 @@ describe('container placement (X6)', () => {
         ],
       }),
     ]);
-    expect(exists(crashed!.Names[0]!)).toBe(false);
-    expect(exists(liveContainer!.Names[0]!)).toBe(true);
-    expect(exists(unlabelled)).toBe(true);
+    expect(containerExists(crashed!.Names[0]!)).toBe(false);
+    expect(containerExists(liveContainer!.Names[0]!)).toBe(true);
+    expect(containerExists(unlabelled)).toBe(true);
     expect((await live.shell.run({ command: 'echo still here' }, liveLease.token)).output).toBe(
       'still here\n',
     );
@@ -244,7 +243,7 @@ describe('container placement (X6)', () => {
     expect(text.exitCode, text.stderr).toBe(0);
     expect(text.stdout).toContain(`runtime ${crashed!.Labels['tether.runtime']} (pid ${child.pid}`);
     expect(text.stdout).toContain('1 container removed');
-    expect(exists(crashed!.Names[0]!)).toBe(false);
+    expect(containerExists(crashed!.Names[0]!)).toBe(false);
 
     const again = await startCrashChild(stateDir, placementOf(image));
     const [second] = containersOf(again.pid);
@@ -261,7 +260,7 @@ describe('container placement (X6)', () => {
         containers: [{ engine: 'podman', id: second!.Id, name: second!.Names[0], owner: 'o1', error: null }],
       }),
     ]);
-    expect(exists(second!.Names[0]!)).toBe(false);
+    expect(containerExists(second!.Names[0]!)).toBe(false);
   });
 
   it('X6: an agent placed in its own container runs the agent example of docs/agents.md unchanged', async () => {

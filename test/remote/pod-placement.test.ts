@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -21,7 +20,7 @@ import { coreApi } from '../../src/subprocess/containment/kube-api.js';
 import { hostImage, removeStaleContainers } from '../support/container-image.js';
 import { type KubeStandIn, startKubeStandIn } from '../support/kube-stand-in.js';
 import { kubectlCalls } from '../support/kubectl-stand-in.js';
-import { agentsExample, startCrashChild } from '../support/placed-runtime.js';
+import { agentsExample, containerExists, startCrashChild, until } from '../support/placed-runtime.js';
 
 // X6 with Kubernetes pods. No cluster can run here: every test talks to a stand-in API server
 // (test/support/kube-stand-in.ts: node http, Kubernetes' JSON and Status errors) that backs
@@ -58,14 +57,6 @@ function placementOf(more: Partial<PodPlacement> = {}): PodPlacement {
 }
 const podNames = () => api.pods().map((p) => p.metadata?.name ?? '');
 const hasPod = (name: string) => podNames().includes(name);
-const containerExists = (name: string) => spawnSync('podman', ['container', 'exists', name]).status === 0;
-async function until(what: string, ok: () => boolean, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('pod placement (X6)', () => {
   let rt: Runtime | null = null;
@@ -163,14 +154,14 @@ describe('pod placement (X6)', () => {
     expect((await r.shell.run({ command: 'uname -n' })).output.trim()).not.toBe(name);
 
     const job = await r.shell.background(lease.token, { command: 'sleep 300' });
-    await until('the job runs', () => r.stats().jobs.running === 1);
+    await until('the job runs', () => r.stats().jobs.running === 1, 60_000);
     lease.retire();
-    await until('the pod is deleted', () => !hasPod(name));
+    await until('the pod is deleted', () => !hasPod(name), 60_000);
     const verdict = facts.find((f) => f.type === 'kill.verdict' && f.actor === `job:${job.id}`);
     expect(verdict).toMatchObject({ status: 'quiescent' });
     expect(atVerdict).toBe(true); // the trees were dead before the pod went
     expect(api.requests).toContain(`DELETE /api/v1/namespaces/${NS}/pods/${name}?gracePeriodSeconds=0`);
-    await until('its container is removed', () => !containerExists(api.containerOf(NS, name)));
+    await until('its container is removed', () => !containerExists(api.containerOf(NS, name)), 60_000);
     await r.dispose();
     expect(readdirSync(join(stateDir, 'pods'))).toEqual([]); // no pods left: nothing to recover
   });
@@ -243,7 +234,7 @@ describe('pod placement (X6)', () => {
     const [pod] = podNames();
     expect(pod).toBeDefined(); // created, never ready: deleted when the owner ends
     lease.retire();
-    await until('the unready pod is deleted', () => !hasPod(pod!));
+    await until('the unready pod is deleted', () => !hasPod(pod!), 60_000);
   });
 
   it(`X6: an API server that does not answer the create holds neither the start beyond startTimeoutMs nor the owner's end ${SUFFIX}`, async () => {
@@ -373,7 +364,7 @@ await rt.dispose();`;
       }),
     ]);
     expect(hasPod(crashed!)).toBe(false);
-    await until('its container is removed', () => !containerExists(api.containerOf(NS, crashed!)));
+    await until('its container is removed', () => !containerExists(api.containerOf(NS, crashed!)), 60_000);
     expect(podNames().sort()).toEqual([livePod, 'unlabelled'].sort());
     expect((await live.shell.run({ command: 'echo still here' }, liveLease.token)).output).toBe(
       'still here\n',

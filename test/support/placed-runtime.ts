@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -130,4 +130,17 @@ export function agentsExample(placementFor: (app: string) => object): AgentsExam
       matchesOutput(output.code, stdout.replace(/^\[exit code 0 · \d+\.\d s\]$/m, '[exit code 0 · 1 ms]')),
     remove: () => rmSync(app, { recursive: true, force: true }),
   };
+}
+
+/** Whether podman has a container of that name (the one behind a placed owner or a stand-in pod). */
+export const containerExists = (name: string): boolean =>
+  spawnSync('podman', ['container', 'exists', name]).status === 0;
+
+/** Polls `ok` every 100 ms until it holds; throws naming `what` after `ms`. */
+export async function until(what: string, ok: () => boolean, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
