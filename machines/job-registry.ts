@@ -1,17 +1,16 @@
-import { assign, sendTo, setup, spawnChild, stopChild } from 'xstate';
+import { type ActorRefFrom, assign, type SnapshotFrom, sendTo, setup, spawnChild, stopChild } from 'xstate';
 import type { JobMachineInput } from './job.js';
-import { type JobEndedEvent, jobOwnerMachine, registeredJob } from './job-owner.js';
+import { type JobEndedEvent, type JobOwnerEvent, jobOwnerMachine } from './job-owner.js';
 
 /**
- * The registry's facts: the per-owner cap, how many slots each owner holds (reserved for a
- * start in progress, or held by a live job), and how many live jobs each owner has. An owner
- * with live jobs has an owner actor (machines/job-owner.ts) whose children are those jobs.
+ * The registry's facts: the per-owner cap it gives each owner's actor, and which owners have
+ * one (an owner's actor lives from its first start until the owner is forgotten). The slots
+ * themselves are counted by each owner's actor (machines/job-owner.ts).
  */
 export interface JobRegistryContext {
   readonly limit: number;
-  readonly slots: Readonly<Record<string, number>>;
-  /** Owner key → how many of its jobs are live (never 0: an owner without jobs is dropped). */
-  readonly live: Readonly<Record<string, number>>;
+  /** Owner key → true while the owner has an actor (a child of this machine). */
+  readonly owners: Readonly<Record<string, true>>;
 }
 
 /**
@@ -23,43 +22,66 @@ export interface JobRegistryContext {
  * ```
  */
 export function ownerActorId(ownerKey: string): string {
-  return `owner:${ownerKey}`;
+  return `${OWNER_ACTOR}${ownerKey}`;
 }
 
+const OWNER_ACTOR = 'owner:';
+
 export type JobRegistryEvent =
-  /** Take a slot for a start about to call `run()` (J4: refused when the owner is full). */
+  /** Take a slot for a start about to call `run()` (J4: the owner's actor refuses it when full). */
   | { readonly type: 'RESERVE'; readonly ownerKey: string }
   /** Give a reserved slot back: `run()` failed, nothing was registered. */
   | { readonly type: 'RELEASE'; readonly ownerKey: string }
   /** Turn a reservation into a live job actor, a child of its owner's actor. */
   | { readonly type: 'REGISTER'; readonly job: JobMachineInput }
+  /** The owner ended and its jobs settled: end its actor (which refuses while it holds a slot). */
+  | { readonly type: 'FORGET'; readonly ownerKey: string }
   /** Stop accepting starts (the service is being disposed). */
   | { readonly type: 'CLOSE' }
   /** Sent by an owner's actor when one of its jobs reached a final state. */
-  | JobEndedEvent;
+  | JobEndedEvent
+  /** Sent by an owner's actor that reached its final state (it was forgotten). */
+  | { readonly type: `xstate.done.actor.${string}`; readonly actorId: string };
 
-// The owner an event is about (CLOSE names none).
+// The owner an event is about.
 function ownerOf(event: JobRegistryEvent): string {
   if (event.type === 'REGISTER') return event.job.ownerKey;
-  if (event.type === 'JOB_ENDED' || event.type === 'RESERVE' || event.type === 'RELEASE')
-    return event.ownerKey;
+  if ('ownerKey' in event) return event.ownerKey;
   throw new Error(`machines/job-registry: ${event.type} names no owner`);
 }
 
 /**
- * The root actor of the job system: every owner with live jobs is a child actor of this machine
- * and every job a child of its owner's (one actor system), and the per-owner concurrency cap
- * (SPEC J4) is its `canStart` guard, so the rule is visible in the machine. A slot is taken by
- * `RESERVE` before the producer runs and is freed when the job's actor reaches a final state
- * (`JOB_ENDED` from the owner's actor) or by `RELEASE` when `run()` failed. `jobEnded` is
- * provided by `src/jobs` (waiters, completions) and runs in the same step that frees the slot,
- * so nothing can observe a settled job still holding capacity. Jobs are kept per owner because
- * XState copies an actor's `children` at every spawn and stop (see machines/job-owner.ts).
+ * Whether a RESERVE for `ownerKey` would take a slot (J4): the registry accepts starts and the
+ * owner's actor, if it has one yet, is under the cap (a new owner's actor starts with none).
+ * The service's preflight, so its `JOB_LIMIT` is exactly the machines' guards.
+ *
+ * @example
+ * ```ts
+ * if (!canReserve(root.getSnapshot(), 'o1')) throw new TetherError('JOB_LIMIT', '…');
+ * root.send({ type: 'RESERVE', ownerKey: 'o1' });
+ * ```
+ */
+export function canReserve(snapshot: SnapshotFrom<typeof jobRegistryMachine>, ownerKey: string): boolean {
+  const event = { type: 'RESERVE', ownerKey } as const;
+  if (!snapshot.can(event)) return false;
+  const owner = snapshot.children[ownerActorId(ownerKey)] as ActorRefFrom<typeof jobOwnerMachine> | undefined;
+  return owner === undefined ? snapshot.context.limit > 0 : owner.getSnapshot().can(event);
+}
+
+/**
+ * The root actor of the job system: every owner that started a job is a child actor of this
+ * machine (machines/job-owner.ts: its slots, the per-owner cap of SPEC J4 as its `canStart`
+ * guard, its live jobs as children), all one actor system. A start reserves a slot before the
+ * producer runs (`RESERVE`, forwarded to the owner's actor, spawned with the owner's first),
+ * then registers the job or releases the slot; the slot is freed when the job's actor reaches
+ * a final state, in the step that reports `JOB_ENDED` here, where `jobEnded` (provided by
+ * `src/jobs`: waiters, completions) runs, so nothing can observe a settled job still holding
+ * capacity. This machine's context changes only when an owner comes or goes, never per job.
  *
  * @example
  * ```ts
  * const root = createActor(jobRegistryMachine, { input: { limit: 8 }, systemId: 'tether.jobs' }).start();
- * if (!root.getSnapshot().can({ type: 'RESERVE', ownerKey: 'o1' })) throw new Error('full');
+ * if (!canReserve(root.getSnapshot(), 'o1')) throw new Error('full');
  * root.send({ type: 'RESERVE', ownerKey: 'o1' });
  * ```
  */
@@ -71,84 +93,48 @@ export const jobRegistryMachine = setup({
   },
   actors: { owner: jobOwnerMachine },
   guards: {
-    canStart: ({ context }, params: { readonly ownerKey: string }) =>
-      (context.slots[params.ownerKey] ?? 0) < context.limit,
-    hasOwnerActor: ({ context, event }) => (context.live[ownerOf(event)] ?? 0) > 0,
-    isOwnersLastJob: ({ context, event }) => context.live[ownerOf(event)] === 1,
+    hasOwnerActor: ({ context, event }) => context.owners[ownerOf(event)] === true,
   },
   actions: {
-    takeSlot: assign(({ context }, params: { readonly ownerKey: string }) => ({
-      slots: { ...context.slots, [params.ownerKey]: (context.slots[params.ownerKey] ?? 0) + 1 },
-    })),
-    freeSlot: assign(({ context }, params: { readonly ownerKey: string }) => ({
-      slots: less(context.slots, params.ownerKey),
-    })),
-    countJob: assign(({ context, event }) => {
-      const ownerKey = ownerOf(event);
-      return { live: { ...context.live, [ownerKey]: (context.live[ownerKey] ?? 0) + 1 } };
-    }),
-    // A live job ended: its owner's slot is freed and the job uncounted, in one step.
-    uncountJob: assign(({ context, event }) => {
-      const ownerKey = ownerOf(event);
-      return { slots: less(context.slots, ownerKey), live: less(context.live, ownerKey) };
-    }),
+    addOwner: assign(({ context, event }) => ({ owners: { ...context.owners, [ownerOf(event)]: true } })),
     spawnOwner: spawnChild('owner', {
       id: ({ event }) => ownerActorId(ownerOf(event)),
-      input: ({ event }) => ({ ownerKey: ownerOf(event) }),
+      input: ({ context, event }) => ({ ownerKey: ownerOf(event), limit: context.limit }),
     }),
-    forwardJob: sendTo(
+    forward: sendTo(
       ({ event }) => ownerActorId(ownerOf(event)),
-      ({ event }) => ({ type: 'REGISTER' as const, job: registeredJob(event) }),
+      ({ event }) => event as JobOwnerEvent,
     ),
-    stopOwner: stopChild(({ event }) => ownerActorId(ownerOf(event))),
+    // An owner's actor reached its final state: stop and forget it, in one step.
+    stopOwner: stopChild(({ event }) => (event as { readonly actorId: string }).actorId),
+    removeOwner: assign(({ context, event }) => {
+      const owners = { ...context.owners };
+      delete owners[(event as { readonly actorId: string }).actorId.slice(OWNER_ACTOR.length)];
+      return { owners };
+    }),
     jobEnded: (_, _params: { readonly jobId: string }) => {},
   },
 }).createMachine({
   id: 'jobs',
-  context: ({ input }) => ({ limit: input.limit, slots: {}, live: {} }),
+  context: ({ input }) => ({ limit: input.limit, owners: {} }),
   initial: 'accepting',
   states: {
     accepting: {
       on: {
-        RESERVE: {
-          guard: { type: 'canStart', params: ({ event }) => ({ ownerKey: event.ownerKey }) },
-          actions: { type: 'takeSlot', params: ({ event }) => ({ ownerKey: event.ownerKey }) },
-        },
+        RESERVE: [
+          { guard: 'hasOwnerActor', actions: 'forward' },
+          { actions: ['addOwner', 'spawnOwner', 'forward'] },
+        ],
         CLOSE: 'closed',
       },
     },
     closed: {},
   },
   on: {
-    RELEASE: { actions: { type: 'freeSlot', params: ({ event }) => ({ ownerKey: event.ownerKey }) } },
-    REGISTER: [
-      { guard: 'hasOwnerActor', actions: ['countJob', 'forwardJob'] },
-      { actions: ['countJob', 'spawnOwner', 'forwardJob'] },
-    ],
-    // A job of an owner's actor ended: free its slot (and the actor with the owner's last job), then report.
-    JOB_ENDED: [
-      {
-        guard: 'isOwnersLastJob',
-        actions: [
-          'uncountJob',
-          'stopOwner',
-          { type: 'jobEnded', params: ({ event }) => ({ jobId: event.jobId }) },
-        ],
-      },
-      {
-        guard: 'hasOwnerActor',
-        actions: ['uncountJob', { type: 'jobEnded', params: ({ event }) => ({ jobId: event.jobId }) }],
-      },
-    ],
+    RELEASE: { guard: 'hasOwnerActor', actions: 'forward' },
+    REGISTER: { guard: 'hasOwnerActor', actions: 'forward' },
+    FORGET: { guard: 'hasOwnerActor', actions: 'forward' },
+    JOB_ENDED: { actions: { type: 'jobEnded', params: ({ event }) => ({ jobId: event.jobId }) } },
+    'xstate.done.actor.*': { actions: ['stopOwner', 'removeOwner'] },
   },
 });
-
-// `counts` with `key` one lower; a key that reaches 0 is dropped. A copy and a delete: V8's
-// rest destructuring (`{ [key]: _, ...others }`) is several times slower on a map of 64 owners.
-function less(counts: Readonly<Record<string, number>>, key: string): Readonly<Record<string, number>> {
-  const next = { ...counts };
-  const held = next[key] ?? 0;
-  if (held > 1) next[key] = held - 1;
-  else delete next[key];
-  return next;
-}

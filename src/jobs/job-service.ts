@@ -1,3 +1,4 @@
+import { canReserve } from '../../machines/job-registry.js';
 import { CompletionHub } from '../completions/completion-hub.js';
 import { TetherError } from '../errors.js';
 import { type FactBody, NO_FACTS, OUTPUT_TAIL_CHARS } from '../observe/fact-types.js';
@@ -239,7 +240,7 @@ export function createJobService(options: JobServiceOptions): JobService {
       const ownerKey = checked();
       if (opts.resume !== undefined && records.has(opts.resume.id))
         throw new TetherError('JOB_FORBIDDEN', `job '${opts.resume.id}' is already in this runtime`);
-      if (!system.getSnapshot().can({ type: 'RESERVE', ownerKey })) {
+      if (!canReserve(system.getSnapshot(), ownerKey)) {
         throw new TetherError(
           'JOB_LIMIT',
           `this owner already runs ${limit} jobs (the per-owner limit); wait for one to finish or kill one`,
@@ -290,8 +291,11 @@ export function createJobService(options: JobServiceOptions): JobService {
       const token = owners.assertKnown(owner);
       const ownerKey = owners.keyOf(token);
       await drainKey(ownerKey);
-      // A retired owner can never query again: its facts are released with its jobs.
-      if (owners.isRetired(token)) forget(ownerKey);
+      // A retired owner can never query again: its facts are released with its jobs, and its
+      // actor ends (dispose ends every actor at once instead, with the system).
+      if (!owners.isRetired(token)) return;
+      system.send({ type: 'FORGET', ownerKey });
+      forget(ownerKey);
     },
 
     stats() {

@@ -35,7 +35,7 @@ export const JOB_SYSTEM_ID = 'tether.jobs';
  * @example
  * ```ts
  * const system = startJobSystem(8, effects);
- * system.getSnapshot().can({ type: 'RESERVE', ownerKey: 'o1' }); // J4 guard
+ * canReserve(system.getSnapshot(), 'o1'); // J4: the owner's actor's guard
  * ```
  */
 export function startJobSystem(

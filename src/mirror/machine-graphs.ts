@@ -90,7 +90,7 @@ function drawMachine(machine: AnyStateMachine): DrawnMachine {
   const all = nodes.flatMap((n) => n.edges);
   const selfEvents = (id: string) =>
     unique(all.filter((e) => e.source.id === id && e.target.id === id).map((e) => e.label.text));
-  // A machine without states (jobOwner: it only keeps children) is drawn as one box, itself.
+  // A machine without states (only a root `on`, e.g. one that keeps children) is one box, itself.
   const stateless = root.children.length === 0;
   const drawn = stateless ? nodes : nodes.filter((n) => n.id !== root.id);
   const events = new Map(drawn.map((n) => [n.id, selfEvents(n.id)]));

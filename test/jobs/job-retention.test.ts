@@ -53,4 +53,35 @@ describe('job retention', () => {
     expect((await readAll(h.jobs, owner, info.id)).text).toBe('tick\n');
     expect(h.jobs.stats().jobs).toBe(1);
   });
+
+  it("J4, O2: an owner's actor lives from its first start until the owner ended and its jobs drained, then the job system lets it go (P8)", async () => {
+    // The root actor's snapshots, as the inspector sees them.
+    let owners: Record<string, true> | undefined;
+    h = jobHarness({
+      inspect: (event) => {
+        if (event.type !== '@xstate.snapshot' || event.actorRef.sessionId !== event.rootId) return;
+        owners = (event.snapshot as unknown as { context: { owners: Record<string, true> } }).context.owners;
+      },
+    });
+    const quick = (append: (text: string) => void): JobHooks => {
+      append('tick\n');
+      return { cancel() {}, done: Promise.resolve({ exitCode: 0, signal: null }) };
+    };
+    const [a, b] = [h.owners.host(), h.owners.host()];
+    for (const lease of [a, b]) {
+      const info = await h.jobs.start(lease.token, {
+        kind: 'test',
+        label: 'quick',
+        run: ({ append }) => quick(append),
+      });
+      await settle(h.jobs, lease.token, info.id);
+    }
+    const [keyA, keyB] = [h.owners.keyOf(a.token), h.owners.keyOf(b.token)];
+    expect(Object.keys(owners ?? {}).sort()).toEqual([keyA, keyB].sort()); // idle, but still there
+    await h.jobs.drainOwner(a.token); // a live owner's drain keeps its actor
+    expect(Object.keys(owners ?? {}).sort()).toEqual([keyA, keyB].sort());
+    a.retire();
+    await h.jobs.drainOwner(a.token);
+    expect(Object.keys(owners ?? {})).toEqual([keyB]);
+  });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { setup } from 'xstate';
 import { type DrawnState, drawMachines } from '../../src/mirror/machine-graphs.js';
 
 const drawn = drawMachines();
@@ -10,15 +11,19 @@ function within(state: DrawnState, p: { readonly x: number; readonly y: number }
 }
 
 describe('machine-graphs', () => {
-  it('V2 (issue 33.6): a machine without states (jobOwner) is one box listing the events it handles', () => {
-    const owner = machine('jobOwner');
-    expect(owner.width).toBeGreaterThan(0);
-    expect(owner.height).toBeGreaterThan(0);
-    expect(owner.states).toHaveLength(1);
-    expect(owner.states[0]).toMatchObject({
-      id: 'jobOwner',
-      label: 'jobOwner',
-      events: ['REGISTER', 'xstate.done.actor.*', 'xstate.error.actor.*'],
+  it('V2 (issue 33.6): a machine without states (one that only keeps children) is one box listing the events it handles', () => {
+    const keeper = setup({ actions: { keep: () => {} } }).createMachine({
+      id: 'keeper',
+      on: { ADD: { actions: 'keep' }, 'xstate.done.actor.*': { actions: 'keep' } },
+    });
+    const [drawnKeeper] = drawMachines([keeper]);
+    expect(drawnKeeper!.width).toBeGreaterThan(0);
+    expect(drawnKeeper!.height).toBeGreaterThan(0);
+    expect(drawnKeeper!.states).toHaveLength(1);
+    expect(drawnKeeper!.states[0]).toMatchObject({
+      id: 'keeper',
+      label: 'keeper',
+      events: ['ADD', 'xstate.done.actor.*'],
     });
   });
 
@@ -39,7 +44,13 @@ describe('machine-graphs', () => {
       expect.arrayContaining(['SAY', 'NOTICE', 'CLAIM']),
     );
     // The root's own transitions hold in every state: said once, beside the machine's name.
-    expect(machine('jobs').everywhere).toEqual(['RELEASE', 'REGISTER', 'JOB_ENDED']);
+    expect(machine('jobs').everywhere).toEqual([
+      'RELEASE',
+      'REGISTER',
+      'FORGET',
+      'JOB_ENDED',
+      'xstate.done.actor.*',
+    ]);
   });
 
   it('V2: parallel transitions between the same two states share one line, one label line per event', () => {
