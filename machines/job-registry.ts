@@ -9,8 +9,12 @@ import { type JobEndedEvent, type JobOwnerEvent, jobOwnerMachine } from './job-o
  */
 export interface JobRegistryContext {
   readonly limit: number;
-  /** Owner key → true while the owner has an actor (a child of this machine). */
-  readonly owners: Readonly<Record<string, true>>;
+  /**
+   * The owners that have an actor (a child of this machine), in order of their first start. An
+   * array: a copy is one memcpy, where a spread of a 1,000-key object costs ~0.3 ms (V8 keeps
+   * such objects in dictionary mode and rebuilds them key by key).
+   */
+  readonly owners: readonly string[];
 }
 
 /**
@@ -93,10 +97,10 @@ export const jobRegistryMachine = setup({
   },
   actors: { owner: jobOwnerMachine },
   guards: {
-    hasOwnerActor: ({ context, event }) => context.owners[ownerOf(event)] === true,
+    hasOwnerActor: ({ context, event }) => context.owners.includes(ownerOf(event)),
   },
   actions: {
-    addOwner: assign(({ context, event }) => ({ owners: { ...context.owners, [ownerOf(event)]: true } })),
+    addOwner: assign(({ context, event }) => ({ owners: [...context.owners, ownerOf(event)] })),
     spawnOwner: spawnChild('owner', {
       id: ({ event }) => ownerActorId(ownerOf(event)),
       input: ({ context, event }) => ({ ownerKey: ownerOf(event), limit: context.limit }),
@@ -108,15 +112,14 @@ export const jobRegistryMachine = setup({
     // An owner's actor reached its final state: stop and forget it, in one step.
     stopOwner: stopChild(({ event }) => (event as { readonly actorId: string }).actorId),
     removeOwner: assign(({ context, event }) => {
-      const owners = { ...context.owners };
-      delete owners[(event as { readonly actorId: string }).actorId.slice(OWNER_ACTOR.length)];
-      return { owners };
+      const ownerKey = (event as { readonly actorId: string }).actorId.slice(OWNER_ACTOR.length);
+      return { owners: context.owners.filter((key) => key !== ownerKey) };
     }),
     jobEnded: (_, _params: { readonly jobId: string }) => {},
   },
 }).createMachine({
   id: 'jobs',
-  context: ({ input }) => ({ limit: input.limit, owners: {} }),
+  context: ({ input }) => ({ limit: input.limit, owners: [] }),
   initial: 'accepting',
   states: {
     accepting: {
