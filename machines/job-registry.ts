@@ -1,35 +1,15 @@
-import { type ActorRefFrom, assign, type SnapshotFrom, sendTo, setup, spawnChild, stopChild } from 'xstate';
+import { type ActorRefFrom, type SnapshotFrom, sendTo, setup, spawnChild } from 'xstate';
 import type { JobMachineInput } from './job.js';
-import { type JobEndedEvent, type JobOwnerEvent, jobOwnerMachine } from './job-owner.js';
+import type { JobEndedEvent, jobOwnerMachine } from './job-owner.js';
+import { type JobShardEvent, jobShardMachine, ownerActorId } from './job-shard.js';
 
-/**
- * The registry's facts: the per-owner cap it gives each owner's actor, and which owners have
- * one (an owner's actor lives from its first start until the owner is forgotten). The slots
- * themselves are counted by each owner's actor (machines/job-owner.ts).
- */
+/** How many shards hold the owners' actors (see machines/job-shard.ts). */
+export const JOB_SHARDS = 32;
+
+/** The registry's facts: the per-owner cap its shards give each owner's actor. */
 export interface JobRegistryContext {
   readonly limit: number;
-  /**
-   * The owners that have an actor (a child of this machine), in order of their first start. An
-   * array: a copy is one memcpy, where a spread of a 1,000-key object costs ~0.3 ms (V8 keeps
-   * such objects in dictionary mode and rebuilds them key by key).
-   */
-  readonly owners: readonly string[];
 }
-
-/**
- * The child id of an owner's actor.
- *
- * @example
- * ```ts
- * root.getSnapshot().children[ownerActorId('o1')]?.getSnapshot().children.job_a; // the job actor
- * ```
- */
-export function ownerActorId(ownerKey: string): string {
-  return `${OWNER_ACTOR}${ownerKey}`;
-}
-
-const OWNER_ACTOR = 'owner:';
 
 export type JobRegistryEvent =
   /** Take a slot for a start about to call `run()` (J4: the owner's actor refuses it when full). */
@@ -42,16 +22,47 @@ export type JobRegistryEvent =
   | { readonly type: 'FORGET'; readonly ownerKey: string }
   /** Stop accepting starts (the service is being disposed). */
   | { readonly type: 'CLOSE' }
-  /** Sent by an owner's actor when one of its jobs reached a final state. */
-  | JobEndedEvent
-  /** Sent by an owner's actor that reached its final state (it was forgotten). */
-  | { readonly type: `xstate.done.actor.${string}`; readonly actorId: string };
+  /** Passed up by a shard when one of its owners' jobs reached a final state. */
+  | JobEndedEvent;
+
+/**
+ * The child id of the shard that holds `ownerKey`'s actor (FNV-1a of the key, mod {@link JOB_SHARDS}).
+ *
+ * @example
+ * ```ts
+ * root.getSnapshot().children[shardActorId('o1')]; // the shard with owner:o1
+ * ```
+ */
+export function shardActorId(ownerKey: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < ownerKey.length; i++) hash = Math.imul(hash ^ ownerKey.charCodeAt(i), 0x01000193);
+  return `shard:${(hash >>> 0) % JOB_SHARDS}`;
+}
 
 // The owner an event is about.
 function ownerOf(event: JobRegistryEvent): string {
   if (event.type === 'REGISTER') return event.job.ownerKey;
   if ('ownerKey' in event) return event.ownerKey;
   throw new Error(`machines/job-registry: ${event.type} names no owner`);
+}
+
+/**
+ * The actor of `ownerKey` (a child of its shard), or undefined before its first start and
+ * after it was forgotten.
+ *
+ * @example
+ * ```ts
+ * ownerActorOf(root.getSnapshot(), 'o1')?.getSnapshot().children.job_a; // the job actor
+ * ```
+ */
+export function ownerActorOf(
+  snapshot: SnapshotFrom<typeof jobRegistryMachine>,
+  ownerKey: string,
+): ActorRefFrom<typeof jobOwnerMachine> | undefined {
+  const shard = snapshot.children[shardActorId(ownerKey)] as ActorRefFrom<typeof jobShardMachine> | undefined;
+  return shard?.getSnapshot().children[ownerActorId(ownerKey)] as
+    | ActorRefFrom<typeof jobOwnerMachine>
+    | undefined;
 }
 
 /**
@@ -68,19 +79,20 @@ function ownerOf(event: JobRegistryEvent): string {
 export function canReserve(snapshot: SnapshotFrom<typeof jobRegistryMachine>, ownerKey: string): boolean {
   const event = { type: 'RESERVE', ownerKey } as const;
   if (!snapshot.can(event)) return false;
-  const owner = snapshot.children[ownerActorId(ownerKey)] as ActorRefFrom<typeof jobOwnerMachine> | undefined;
+  const owner = ownerActorOf(snapshot, ownerKey);
   return owner === undefined ? snapshot.context.limit > 0 : owner.getSnapshot().can(event);
 }
 
 /**
- * The root actor of the job system: every owner that started a job is a child actor of this
- * machine (machines/job-owner.ts: its slots, the per-owner cap of SPEC J4 as its `canStart`
- * guard, its live jobs as children), all one actor system. A start reserves a slot before the
- * producer runs (`RESERVE`, forwarded to the owner's actor, spawned with the owner's first),
- * then registers the job or releases the slot; the slot is freed when the job's actor reaches
- * a final state, in the step that reports `JOB_ENDED` here, where `jobEnded` (provided by
+ * The root actor of the job system, all one actor system: {@link JOB_SHARDS} shards
+ * (machines/job-shard.ts), each the parent of some owners' actors (machines/job-owner.ts:
+ * that owner's slots, the per-owner cap of SPEC J4 as its `canStart` guard, its live jobs as
+ * children). A start reserves a slot before the producer runs (`RESERVE`, forwarded through
+ * the owner's shard to the owner's actor, spawned with the owner's first), then registers the
+ * job or releases the slot; the slot is freed when the job's actor reaches a final state, in
+ * the step that reports `JOB_ENDED`, passed up here, where `jobEnded` (provided by
  * `src/jobs`: waiters, completions) runs, so nothing can observe a settled job still holding
- * capacity. This machine's context changes only when an owner comes or goes, never per job.
+ * capacity. Once closed, no reservation is taken. This machine's context never changes.
  *
  * @example
  * ```ts
@@ -95,49 +107,34 @@ export const jobRegistryMachine = setup({
     input: {} as { readonly limit: number },
     events: {} as JobRegistryEvent,
   },
-  actors: { owner: jobOwnerMachine },
-  guards: {
-    hasOwnerActor: ({ context, event }) => context.owners.includes(ownerOf(event)),
-  },
+  actors: { shard: jobShardMachine },
   actions: {
-    addOwner: assign(({ context, event }) => ({ owners: [...context.owners, ownerOf(event)] })),
-    spawnOwner: spawnChild('owner', {
-      id: ({ event }) => ownerActorId(ownerOf(event)),
-      input: ({ context, event }) => ({ ownerKey: ownerOf(event), limit: context.limit }),
-    }),
     forward: sendTo(
-      ({ event }) => ownerActorId(ownerOf(event)),
-      ({ event }) => event as JobOwnerEvent,
+      ({ event }) => shardActorId(ownerOf(event)),
+      ({ event }) => event as JobShardEvent,
     ),
-    // An owner's actor reached its final state: stop and forget it, in one step.
-    stopOwner: stopChild(({ event }) => (event as { readonly actorId: string }).actorId),
-    removeOwner: assign(({ context, event }) => {
-      const ownerKey = (event as { readonly actorId: string }).actorId.slice(OWNER_ACTOR.length);
-      return { owners: context.owners.filter((key) => key !== ownerKey) };
-    }),
     jobEnded: (_, _params: { readonly jobId: string }) => {},
   },
 }).createMachine({
   id: 'jobs',
-  context: ({ input }) => ({ limit: input.limit, owners: [] }),
+  context: ({ input }) => ({ limit: input.limit }),
+  entry: Array.from({ length: JOB_SHARDS }, (_, i) =>
+    spawnChild('shard', { id: `shard:${i}`, input: ({ context }) => ({ limit: context.limit }) }),
+  ),
   initial: 'accepting',
   states: {
     accepting: {
       on: {
-        RESERVE: [
-          { guard: 'hasOwnerActor', actions: 'forward' },
-          { actions: ['addOwner', 'spawnOwner', 'forward'] },
-        ],
+        RESERVE: { actions: 'forward' },
         CLOSE: 'closed',
       },
     },
     closed: {},
   },
   on: {
-    RELEASE: { guard: 'hasOwnerActor', actions: 'forward' },
-    REGISTER: { guard: 'hasOwnerActor', actions: 'forward' },
-    FORGET: { guard: 'hasOwnerActor', actions: 'forward' },
+    RELEASE: { actions: 'forward' },
+    REGISTER: { actions: 'forward' },
+    FORGET: { actions: 'forward' },
     JOB_ENDED: { actions: { type: 'jobEnded', params: ({ event }) => ({ jobId: event.jobId }) } },
-    'xstate.done.actor.*': { actions: ['stopOwner', 'removeOwner'] },
   },
 });

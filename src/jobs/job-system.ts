@@ -8,7 +8,8 @@ import {
 } from 'xstate';
 import { type JobExit, jobMachine } from '../../machines/job.js';
 import { jobOwnerMachine } from '../../machines/job-owner.js';
-import { jobRegistryMachine, ownerActorId } from '../../machines/job-registry.js';
+import { jobRegistryMachine, ownerActorOf } from '../../machines/job-registry.js';
+import { jobShardMachine } from '../../machines/job-shard.js';
 
 /** The effects the job machines name, implemented by the service. */
 export interface JobSystemEffects {
@@ -51,7 +52,9 @@ export function startJobSystem(
     },
   });
   const registry = jobRegistryMachine.provide({
-    actors: { owner: jobOwnerMachine.provide({ actors: { job } }) },
+    actors: {
+      shard: jobShardMachine.provide({ actors: { owner: jobOwnerMachine.provide({ actors: { job } }) } }),
+    },
     actions: { jobEnded: (_, params) => effects.ended(params.jobId) },
   });
   const options = inspect
@@ -74,6 +77,6 @@ export function jobActorOf(
   ownerKey: string,
   jobId: string,
 ): ActorRefFrom<typeof jobMachine> | undefined {
-  const owner = system.getSnapshot().children[ownerActorId(ownerKey)];
+  const owner = ownerActorOf(system.getSnapshot(), ownerKey);
   return owner?.getSnapshot().children[jobId] as ActorRefFrom<typeof jobMachine> | undefined;
 }

@@ -7,6 +7,7 @@ import { completionRouterMachine } from '../../machines/completion-router.js';
 import { jobMachine } from '../../machines/job.js';
 import { jobOwnerMachine } from '../../machines/job-owner.js';
 import { jobRegistryMachine } from '../../machines/job-registry.js';
+import { jobShardMachine } from '../../machines/job-shard.js';
 import { terminalMachine } from '../../machines/terminal.js';
 
 /** A state of a drawn machine: its box (centre `x`, `y`), `id` as `job.running.active`. */
@@ -55,6 +56,7 @@ const textWidth = (text: string, perChar: number) => Math.ceil(text.length * per
 export const MACHINES: readonly AnyStateMachine[] = [
   jobMachine,
   jobRegistryMachine,
+  jobShardMachine,
   jobOwnerMachine,
   terminalMachine,
   agentMachine,

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { createActor, fromPromise } from 'xstate';
 import { type JobExit, jobMachine } from '../../machines/job.js';
 import { jobOwnerMachine } from '../../machines/job-owner.js';
-import { canReserve, jobRegistryMachine, ownerActorId } from '../../machines/job-registry.js';
+import { canReserve, JOB_SHARDS, jobRegistryMachine, ownerActorOf } from '../../machines/job-registry.js';
+import { jobShardMachine } from '../../machines/job-shard.js';
 
 // A registry whose jobs settle when the test says so (the machine alone, no processes).
 function registry(limit: number) {
@@ -20,7 +21,9 @@ function registry(limit: number) {
   });
   const root = createActor(
     jobRegistryMachine.provide({
-      actors: { owner: jobOwnerMachine.provide({ actors: { job } }) },
+      actors: {
+        shard: jobShardMachine.provide({ actors: { owner: jobOwnerMachine.provide({ actors: { job } }) } }),
+      },
       actions: {
         jobEnded: ({ event }, { jobId }) => {
           ended.push(jobId);
@@ -34,19 +37,24 @@ function registry(limit: number) {
     root.send({ type: 'REGISTER', job: { jobId, ownerKey, kind: 'k', label: jobId, startedAt: 0 } });
   // The job actor, a child of its owner's actor.
   const jobActor = (ownerKey: string, jobId: string) =>
-    root.getSnapshot().children[ownerActorId(ownerKey)]?.getSnapshot().children[jobId];
+    ownerActorOf(root.getSnapshot(), ownerKey)?.getSnapshot().children[jobId];
   // The owner's actor's counts (slots: reserved or live; live: job actors), or undefined without one.
   function counts(ownerKey: string) {
-    const owner = root.getSnapshot().children[ownerActorId(ownerKey)];
+    const owner = ownerActorOf(root.getSnapshot(), ownerKey);
     if (owner === undefined) return undefined;
-    const { slots, live } = owner.getSnapshot().context as { slots: number; live: number };
+    const { slots, live } = owner.getSnapshot().context;
     return { slots, live };
   }
   const finish = async (jobId: string, exit: JobExit = { exitCode: 0, signal: null }) => {
     finishers.get(jobId)!(exit);
     await new Promise((resolve) => setImmediate(resolve));
   };
-  return { root, finishers, ended, seenAtEnd, register, jobActor, counts, finish };
+  // Every owner's actor, across the shards: `owner:<key>` ids.
+  const owners = () =>
+    Object.values(root.getSnapshot().children)
+      .flatMap((shard) => Object.keys(shard!.getSnapshot().children))
+      .sort();
+  return { root, finishers, ended, seenAtEnd, register, jobActor, counts, owners, finish };
 }
 
 describe('machines/job-registry', () => {
@@ -68,14 +76,15 @@ describe('machines/job-registry', () => {
   });
 
   it("J4: every job is a child of its owner's actor in the one system; its end frees the slot in the same step", async () => {
-    const { root, finishers, ended, seenAtEnd, register, jobActor, counts } = registry(1);
+    const { root, finishers, ended, seenAtEnd, register, jobActor, counts, owners } = registry(1);
     root.send({ type: 'RESERVE', ownerKey: 'o1' });
     register('job_a', 'o1');
     const child = jobActor('o1', 'job_a')!;
     expect(child.system).toBe(root.system);
     expect(root.system.get('tether.jobs')).toBe(root);
     expect(counts('o1')).toEqual({ slots: 1, live: 1 });
-    expect(Object.keys(root.getSnapshot().children)).toEqual(['owner:o1']);
+    expect(owners()).toEqual(['owner:o1']);
+    expect(Object.keys(root.getSnapshot().children)).toHaveLength(JOB_SHARDS); // the owners' shards
     expect(canReserve(root.getSnapshot(), 'o1')).toBe(false);
     child.send({ type: 'CANCEL' });
     await Promise.resolve();
@@ -84,13 +93,13 @@ describe('machines/job-registry', () => {
     expect(ended).toEqual(['job_a']);
     expect(child.getSnapshot().value).toBe('killed');
     expect(seenAtEnd).toEqual([{ slots: 0, live: 0 }]); // freed before the end was reported
-    expect(Object.keys(root.getSnapshot().children)).toEqual(['owner:o1']); // until the owner is forgotten
+    expect(owners()).toEqual(['owner:o1']); // until the owner is forgotten
     expect(canReserve(root.getSnapshot(), 'o1')).toBe(true);
     root.stop();
   });
 
   it("J4: an owner's actor holds its own jobs only and lives from its first start until FORGET, which it refuses while it holds a slot", async () => {
-    const { root, ended, register, counts, finish } = registry(2);
+    const { root, ended, register, counts, owners, finish } = registry(2);
     for (const [jobId, ownerKey] of [
       ['a1', 'o1'],
       ['a2', 'o1'],
@@ -100,11 +109,10 @@ describe('machines/job-registry', () => {
       register(jobId, ownerKey);
     }
     const children = (ownerKey: string) =>
-      Object.keys(root.getSnapshot().children[ownerActorId(ownerKey)]?.getSnapshot().children ?? {});
-    const owners = () => Object.keys(root.getSnapshot().children).sort();
+      Object.keys(ownerActorOf(root.getSnapshot(), ownerKey)?.getSnapshot().children ?? {});
     expect(owners()).toEqual(['owner:o1', 'owner:o2']);
     expect([children('o1'), children('o2')]).toEqual([['a1', 'a2'], ['b1']]);
-    const o1 = root.getSnapshot().children['owner:o1'];
+    const o1 = ownerActorOf(root.getSnapshot(), 'o1');
 
     await finish('a1');
     expect(children('o1')).toEqual(['a2']);
@@ -115,7 +123,7 @@ describe('machines/job-registry', () => {
     root.send({ type: 'FORGET', ownerKey: 'o1' }); // refused: a2 still runs
     expect(owners()).toEqual(['owner:o1', 'owner:o2']);
     await finish('a2');
-    expect(root.getSnapshot().children['owner:o1']).toBe(o1); // the same actor, idle
+    expect(ownerActorOf(root.getSnapshot(), 'o1')).toBe(o1); // the same actor, idle
     expect(counts('o1')).toEqual({ slots: 0, live: 0 });
     root.send({ type: 'RESERVE', ownerKey: 'o1' });
     root.send({ type: 'FORGET', ownerKey: 'o1' }); // refused: a reserved slot is held
@@ -123,12 +131,11 @@ describe('machines/job-registry', () => {
     root.send({ type: 'RELEASE', ownerKey: 'o1' });
     root.send({ type: 'FORGET', ownerKey: 'o1' });
     expect(owners()).toEqual(['owner:o2']);
-    expect(root.getSnapshot().context.owners).toEqual(['o2']);
     expect(o1?.getSnapshot().status).toBe('done'); // it reached its final state, and the registry let it go;
 
     root.send({ type: 'RESERVE', ownerKey: 'o1' });
     register('a3', 'o1');
-    expect(root.getSnapshot().children['owner:o1']).not.toBe(o1); // a fresh actor for the owner
+    expect(ownerActorOf(root.getSnapshot(), 'o1')).not.toBe(o1); // a fresh actor for the owner
     expect(children('o1')).toEqual(['a3']);
     await finish('a3');
     await finish('b1');
@@ -164,7 +171,7 @@ describe('machines/job-registry', () => {
     );
     await fc.assert(
       fc.asyncProperty(fc.array(op, { maxLength: 24 }), async (ops) => {
-        const { root, ended, seenAtEnd, register, counts, finish } = registry(3);
+        const { root, ended, seenAtEnd, register, counts, owners, finish } = registry(3);
         const live = new Map<string, string[]>(); // owner → its live jobs, in start order
         const known = new Set<string>(); // owners with an actor: started, not forgotten idle
         const endedByModel: string[] = [];
@@ -198,11 +205,10 @@ describe('machines/job-registry', () => {
             endedByModel.push(jobId);
           }
           const snapshot = root.getSnapshot();
-          expect(Object.keys(snapshot.children).sort()).toEqual([...known].map(ownerActorId).sort());
-          expect([...snapshot.context.owners].sort()).toEqual([...known].sort());
+          expect(owners()).toEqual([...known].map((key) => `owner:${key}`).sort());
           for (const key of known) {
             const jobs = live.get(key) ?? [];
-            expect(Object.keys(snapshot.children[ownerActorId(key)]!.getSnapshot().children)).toEqual(jobs);
+            expect(Object.keys(ownerActorOf(snapshot, key)!.getSnapshot().children)).toEqual(jobs);
             expect(counts(key)).toEqual({ slots: jobs.length, live: jobs.length });
           }
           expect(ended).toEqual(endedByModel);

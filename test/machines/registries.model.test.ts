@@ -2,12 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { type EventFromLogic, type SnapshotFrom, transition } from 'xstate';
 import { agentRegistryMachine } from '../../machines/agent-registry.js';
 import { jobOwnerMachine } from '../../machines/job-owner.js';
-import { jobRegistryMachine, ownerActorId } from '../../machines/job-registry.js';
+import { JOB_SHARDS, jobRegistryMachine, shardActorId } from '../../machines/job-registry.js';
+import { jobShardMachine, ownerActorId } from '../../machines/job-shard.js';
 import { actorDone, actorFailed } from '../support/actor-events.js';
 import { explore, type ModelStep, untaken } from '../support/model-check.js';
 
 type JobsSnapshot = SnapshotFrom<typeof jobRegistryMachine>;
 type JobsEvent = EventFromLogic<typeof jobRegistryMachine>;
+type ShardSnapshot = SnapshotFrom<typeof jobShardMachine>;
+type ShardEvent = EventFromLogic<typeof jobShardMachine>;
 type OwnerSnapshot = SnapshotFrom<typeof jobOwnerMachine>;
 type OwnerEvent = EventFromLogic<typeof jobOwnerMachine>;
 type AgentsSnapshot = SnapshotFrom<typeof agentRegistryMachine>;
@@ -96,26 +99,26 @@ describe('machines/job-owner, traversed', () => {
   });
 });
 
-// The registry: its callers keep the protocol (REGISTER, RELEASE and FORGET name an owner that
-// reserved); what an owner's actor does with a forwarded event is the traversal above.
-function jobEvents(s: JobsSnapshot): JobsEvent[] {
-  const out: JobsEvent[] = [{ type: 'CLOSE' }, { type: 'JOB_ENDED', ownerKey: 'o1', jobId: 'j1' }];
+// A shard: its registry keeps the protocol (REGISTER, RELEASE and FORGET name an owner that
+// reserved); what an owner's actor does with a forwarded event is the traversal above. Stepped
+// alone, a job's end passed up is checked as the action with its params.
+const lonelyShard = jobShardMachine.provide({ actions: { passUp: () => {} } });
+function shardEvents(s: ShardSnapshot): ShardEvent[] {
+  const out: ShardEvent[] = [{ type: 'JOB_ENDED', ownerKey: 'o1', jobId: 'j1' }];
   for (const ownerKey of OWNERS) {
     out.push({ type: 'RESERVE', ownerKey }, { type: 'RELEASE', ownerKey }, { type: 'FORGET', ownerKey });
     out.push({ type: 'REGISTER', job: { jobId: 'j1', ownerKey, kind: 'k', label: 'j1', startedAt: 0 } });
-    if (ownerActorId(ownerKey) in s.children) out.push(actorDone<JobsEvent>(ownerActorId(ownerKey)));
+    if (ownerActorId(ownerKey) in s.children) out.push(actorDone<ShardEvent>(ownerActorId(ownerKey)));
   }
   return out;
 }
-const jobsKey = (s: JobsSnapshot) =>
-  JSON.stringify([s.value, [...s.context.owners].sort(), Object.keys(s.children).sort()]);
+const shardKey = (s: ShardSnapshot) =>
+  JSON.stringify([[...s.context.owners].sort(), Object.keys(s.children).sort()]);
 
-function checkJobsStep({ event, prev, next }: ModelStep<typeof jobRegistryMachine>, actions: Action[]): void {
-  const at = `${jobsKey(prev)} --${event.type}--> ${jobsKey(next)}`;
+function checkShardStep({ event, prev, next }: ModelStep<typeof lonelyShard>, actions: Action[]): void {
+  const at = `${shardKey(prev)} --${event.type}--> ${shardKey(next)}`;
   // An owner has an actor exactly while the context names it.
-  expect(Object.keys(next.children).sort(), at).toEqual(
-    next.context.owners.map(ownerActorId).sort(),
-  );
+  expect(Object.keys(next.children).sort(), at).toEqual(next.context.owners.map(ownerActorId).sort());
   const types = actions.map((a) => a.type);
   const sent = actions.filter((a) => a.type === 'xstate.sendTo').map((a) => a.params);
   if (
@@ -126,35 +129,89 @@ function checkJobsStep({ event, prev, next }: ModelStep<typeof jobRegistryMachin
   ) {
     const key = event.type === 'REGISTER' ? event.job.ownerKey : event.ownerKey;
     const had = prev.context.owners.includes(key);
-    const spawns = event.type === 'RESERVE' && prev.matches('accepting') && !had; // with its first start only
-    const forwarded = had ? !(event.type === 'RESERVE' && prev.matches('closed')) : spawns;
+    const spawns = event.type === 'RESERVE' && !had; // with its first start only
     expect(types.filter((t) => t === 'xstate.spawnChild').length, at).toBe(spawns ? 1 : 0);
-    expect(sent, at).toMatchObject(forwarded ? [{ targetId: ownerActorId(key), event }] : []);
+    expect(sent, at).toMatchObject(had || spawns ? [{ targetId: ownerActorId(key), event }] : []);
     if (!spawns) expect(next.context, at).toBe(prev.context); // the context changes per owner, never per job
+  } else expect(sent, at).toEqual([]);
+  expect(
+    actions.filter((a) => a.type === 'passUp').map((a) => a.params),
+    at,
+  ).toEqual(event.type === 'JOB_ENDED' ? [event] : []); // passed up once, as it came
+  if (event.type.startsWith('xstate.done.actor.')) {
+    const id = (event as unknown as { actorId: string }).actorId;
+    expect(next.children, at).not.toHaveProperty([id]); // a forgotten owner is stopped and dropped in one step
+    expect(types, at).toContain('xstate.stopChild');
+  }
+}
+
+describe('machines/job-shard, traversed', () => {
+  const x = explore(lonelyShard, { input: { limit: LIMIT }, events: shardEvents, serialize: shardKey });
+
+  it("J4: every step out of every reachable state keeps the owners' actors in step and forwards each owner's events to its own", () => {
+    expect(x.states.size).toBeGreaterThan(3);
+    for (const step of x.steps) {
+      const [, actions] = transition(lonelyShard, step.prev, step.event);
+      checkShardStep(step, actions as Action[]);
+    }
+  });
+
+  it('J4: the traversal takes every transition the shard defines', () => {
+    expect(untaken(lonelyShard, x.taken)).toEqual([]);
+  });
+});
+
+// The registry: every owner's event goes to the owner's shard, RESERVE only while accepting,
+// and a job's end (passed up by a shard) runs `jobEnded` once.
+function jobEvents(): JobsEvent[] {
+  const out: JobsEvent[] = [{ type: 'CLOSE' }, { type: 'JOB_ENDED', ownerKey: 'o1', jobId: 'j1' }];
+  for (const ownerKey of OWNERS) {
+    out.push({ type: 'RESERVE', ownerKey }, { type: 'RELEASE', ownerKey }, { type: 'FORGET', ownerKey });
+    out.push({ type: 'REGISTER', job: { jobId: 'j1', ownerKey, kind: 'k', label: 'j1', startedAt: 0 } });
+  }
+  return out;
+}
+const jobsKey = (s: JobsSnapshot) => JSON.stringify([s.value, Object.keys(s.children).length]);
+
+function checkJobsStep({ event, prev, next }: ModelStep<typeof jobRegistryMachine>, actions: Action[]): void {
+  const at = `${jobsKey(prev)} --${event.type}--> ${jobsKey(next)}`;
+  expect(Object.keys(next.children).sort(), at).toEqual(
+    Array.from({ length: JOB_SHARDS }, (_, i) => `shard:${i}`).sort(),
+  );
+  expect(next.context, at).toBe(prev.context); // never changes
+  const sent = actions.filter((a) => a.type === 'xstate.sendTo').map((a) => a.params);
+  if (
+    event.type === 'RESERVE' ||
+    event.type === 'RELEASE' ||
+    event.type === 'REGISTER' ||
+    event.type === 'FORGET'
+  ) {
+    const key = event.type === 'REGISTER' ? event.job.ownerKey : event.ownerKey;
+    const refused = event.type === 'RESERVE' && prev.matches('closed');
+    expect(sent, at).toMatchObject(refused ? [] : [{ targetId: shardActorId(key), event }]);
+    expect(prev.can(event), at).toBe(!refused);
   } else expect(sent, at).toEqual([]);
   expect(
     actions.filter((a) => a.type === 'jobEnded').map((a) => a.params),
     at,
   ).toEqual(event.type === 'JOB_ENDED' ? [{ jobId: event.jobId }] : []); // reported once
-  if (event.type.startsWith('xstate.done.actor.')) {
-    const id = (event as { actorId: string }).actorId;
-    expect(next.children, at).not.toHaveProperty([id]); // a forgotten owner is stopped and dropped in one step
-    expect(types, at).toContain('xstate.stopChild');
-  }
   if (prev.matches('closed')) expect(next.matches('closed'), at).toBe(true);
 }
 
 describe('machines/job-registry, traversed', () => {
   const x = explore(jobRegistryMachine, { input: { limit: LIMIT }, events: jobEvents, serialize: jobsKey });
 
-  it("J4: every step out of every reachable state keeps the owners' actors in step and forwards each owner's events to its own", () => {
-    expect(x.states.size).toBeGreaterThan(6);
+  it("J4: every step out of every reachable state forwards each owner's events to its shard, and takes no reservation once closed", () => {
     for (const step of x.steps) {
       const [, actions] = transition(jobRegistryMachine, step.prev, step.event);
       checkJobsStep(step, actions as Action[]);
     }
     const values = new Set([...x.states.values()].map((s) => JSON.stringify(s.snapshot.value)));
     expect(values).toEqual(new Set(['"accepting"', '"closed"']));
+    // Owners spread over the shards (the hash is not one bucket).
+    expect(new Set(Array.from({ length: 64 }, (_, i) => shardActorId(`o${i}`))).size).toBeGreaterThan(
+      JOB_SHARDS / 2,
+    );
   });
 
   it('J4: the traversal takes every transition the registry defines', () => {

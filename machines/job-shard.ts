@@ -1,0 +1,108 @@
+import { assign, sendParent, sendTo, setup, spawnChild, stopChild } from 'xstate';
+import type { JobMachineInput } from './job.js';
+import { type JobEndedEvent, type JobOwnerEvent, jobOwnerMachine } from './job-owner.js';
+
+/** A shard's facts: the per-owner cap it gives each owner's actor, and which owners have one. */
+export interface JobShardContext {
+  readonly limit: number;
+  /**
+   * The owners that have an actor (a child of this shard), in order of their first start. An
+   * array: a copy is one memcpy, where a spread of a 1,000-key object costs ~0.3 ms (V8 keeps
+   * such objects in dictionary mode and rebuilds them key by key).
+   */
+  readonly owners: readonly string[];
+}
+
+export type JobShardEvent =
+  /** Take a slot for a start (J4: the owner's actor refuses it when full); spawns it first. */
+  | { readonly type: 'RESERVE'; readonly ownerKey: string }
+  /** Give a reserved slot back: `run()` failed, nothing was registered. */
+  | { readonly type: 'RELEASE'; readonly ownerKey: string }
+  /** Turn a reservation into a live job actor, a child of its owner's actor. */
+  | { readonly type: 'REGISTER'; readonly job: JobMachineInput }
+  /** The owner ended and its jobs settled: end its actor (which refuses while it holds a slot). */
+  | { readonly type: 'FORGET'; readonly ownerKey: string }
+  /** Sent by an owner's actor when one of its jobs reached a final state; passed up. */
+  | JobEndedEvent
+  /** Sent by an owner's actor that reached its final state (it was forgotten). */
+  | { readonly type: `xstate.done.actor.${string}`; readonly actorId: string };
+
+const OWNER_ACTOR = 'owner:';
+
+/**
+ * The child id of an owner's actor (in its shard).
+ *
+ * @example
+ * ```ts
+ * shard.getSnapshot().children[ownerActorId('o1')]?.getSnapshot().children.job_a; // the job actor
+ * ```
+ */
+export function ownerActorId(ownerKey: string): string {
+  return `${OWNER_ACTOR}${ownerKey}`;
+}
+
+// The owner an event is about.
+function ownerOf(event: JobShardEvent): string {
+  if (event.type === 'REGISTER') return event.job.ownerKey;
+  if ('ownerKey' in event) return event.ownerKey;
+  throw new Error(`machines/job-shard: ${event.type} names no owner`);
+}
+
+/**
+ * Some owners' actors (machines/job-owner.ts), children of one shard of the job registry
+ * (machines/job-registry.ts): an owner's actor is spawned with its first RESERVE and ends when
+ * it is forgotten idle; every event about an owner is forwarded to its actor, and its jobs'
+ * ends are passed up to the registry. Shards exist because XState copies an actor's whole
+ * `children` map at every spawn and stop: one parent of 1,000 owners made each owner's first
+ * start cost ~0.4 ms and a dispose stopping them all O(owners²) (1.3 s at 1,000, P8); a shard
+ * holds 1/32 of them.
+ *
+ * @example
+ * ```ts
+ * // spawned by the registry, which forwards an owner's events to its shard
+ * shard.send({ type: 'RESERVE', ownerKey: 'o1' }); // spawns owner:o1, which takes the slot
+ * ```
+ */
+export const jobShardMachine = setup({
+  types: {
+    context: {} as JobShardContext,
+    input: {} as { readonly limit: number },
+    events: {} as JobShardEvent,
+  },
+  actors: { owner: jobOwnerMachine },
+  guards: {
+    hasOwnerActor: ({ context, event }) => context.owners.includes(ownerOf(event)),
+  },
+  actions: {
+    addOwner: assign(({ context, event }) => ({ owners: [...context.owners, ownerOf(event)] })),
+    spawnOwner: spawnChild('owner', {
+      id: ({ event }) => ownerActorId(ownerOf(event)),
+      input: ({ context, event }) => ({ ownerKey: ownerOf(event), limit: context.limit }),
+    }),
+    forward: sendTo(
+      ({ event }) => ownerActorId(ownerOf(event)),
+      ({ event }) => event as JobOwnerEvent,
+    ),
+    passUp: sendParent((_, params: JobEndedEvent) => params),
+    // An owner's actor reached its final state: stop and forget it, in one step.
+    stopOwner: stopChild(({ event }) => (event as { readonly actorId: string }).actorId),
+    removeOwner: assign(({ context, event }) => {
+      const ownerKey = (event as { readonly actorId: string }).actorId.slice(OWNER_ACTOR.length);
+      return { owners: context.owners.filter((key) => key !== ownerKey) };
+    }),
+  },
+}).createMachine({
+  id: 'jobShard',
+  context: ({ input }) => ({ limit: input.limit, owners: [] }),
+  on: {
+    RESERVE: [
+      { guard: 'hasOwnerActor', actions: 'forward' },
+      { actions: ['addOwner', 'spawnOwner', 'forward'] },
+    ],
+    RELEASE: { guard: 'hasOwnerActor', actions: 'forward' },
+    REGISTER: { guard: 'hasOwnerActor', actions: 'forward' },
+    FORGET: { guard: 'hasOwnerActor', actions: 'forward' },
+    JOB_ENDED: { actions: { type: 'passUp', params: ({ event }) => event as JobEndedEvent } },
+    'xstate.done.actor.*': { actions: ['stopOwner', 'removeOwner'] },
+  },
+});
