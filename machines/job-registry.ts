@@ -1,7 +1,7 @@
 import { type ActorRefFrom, type SnapshotFrom, sendTo, setup, spawnChild } from 'xstate';
 import type { JobMachineInput } from './job.js';
 import type { JobEndedEvent, jobOwnerMachine } from './job-owner.js';
-import { type JobShardEvent, jobShardMachine, ownerActorId } from './job-shard.js';
+import { type JobShardEvent, jobShardMachine, ownerActorId, ownerOf } from './job-shard.js';
 
 /** How many shards hold the owners' actors (see machines/job-shard.ts). */
 export const JOB_SHARDS = 32;
@@ -37,13 +37,6 @@ export function shardActorId(ownerKey: string): string {
   let hash = 0x811c9dc5;
   for (let i = 0; i < ownerKey.length; i++) hash = Math.imul(hash ^ ownerKey.charCodeAt(i), 0x01000193);
   return `shard:${(hash >>> 0) % JOB_SHARDS}`;
-}
-
-// The owner an event is about.
-function ownerOf(event: JobRegistryEvent): string {
-  if (event.type === 'REGISTER') return event.job.ownerKey;
-  if ('ownerKey' in event) return event.ownerKey;
-  throw new Error(`machines/job-registry: ${event.type} names no owner`);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { assign, sendParent, sendTo, setup, spawnChild, stopChild } from 'xstate';
 import type { JobMachineInput } from './job.js';
-import { type JobEndedEvent, type JobOwnerEvent, jobOwnerMachine } from './job-owner.js';
+import { type JobEndedEvent, type JobOwnerEvent, jobOwnerMachine, registeredJob } from './job-owner.js';
 
 /** A shard's facts: the per-owner cap it gives each owner's actor, and which owners have one. */
 export interface JobShardContext {
@@ -41,11 +41,25 @@ export function ownerActorId(ownerKey: string): string {
   return `${OWNER_ACTOR}${ownerKey}`;
 }
 
-// The owner an event is about.
-function ownerOf(event: JobShardEvent): string {
-  if (event.type === 'REGISTER') return event.job.ownerKey;
-  if ('ownerKey' in event) return event.ownerKey;
-  throw new Error(`machines/job-shard: ${event.type} names no owner`);
+/**
+ * The owner a job-system event is about (`RESERVE`, `RELEASE`, `FORGET`, `JOB_ENDED` name it,
+ * `REGISTER` through its job), or undefined for one about no owner (`CLOSE`, an actor's end).
+ *
+ * @example
+ * ```ts
+ * ownerKeyOf({ type: 'RESERVE', ownerKey: 'o1' }); // 'o1'
+ * ```
+ */
+export function ownerKeyOf(event: { readonly type: string }): string | undefined {
+  if (event.type === 'REGISTER') return registeredJob(event).ownerKey;
+  return 'ownerKey' in event ? String(event.ownerKey) : undefined;
+}
+
+/** {@link ownerKeyOf} for an event that must name an owner (the machines' mappers). */
+export function ownerOf(event: { readonly type: string }): string {
+  const ownerKey = ownerKeyOf(event);
+  if (ownerKey === undefined) throw new Error(`machines: ${event.type} names no owner`);
+  return ownerKey;
 }
 
 /**

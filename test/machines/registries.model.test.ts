@@ -3,7 +3,7 @@ import { type EventFromLogic, type SnapshotFrom, transition } from 'xstate';
 import { agentRegistryMachine } from '../../machines/agent-registry.js';
 import { jobOwnerMachine } from '../../machines/job-owner.js';
 import { JOB_SHARDS, jobRegistryMachine, shardActorId } from '../../machines/job-registry.js';
-import { jobShardMachine, ownerActorId } from '../../machines/job-shard.js';
+import { jobShardMachine, ownerActorId, ownerKeyOf } from '../../machines/job-shard.js';
 import { actorDone, actorFailed } from '../support/actor-events.js';
 import { explore, type ModelStep, untaken } from '../support/model-check.js';
 
@@ -121,13 +121,8 @@ function checkShardStep({ event, prev, next }: ModelStep<typeof lonelyShard>, ac
   expect(Object.keys(next.children).sort(), at).toEqual(next.context.owners.map(ownerActorId).sort());
   const types = actions.map((a) => a.type);
   const sent = actions.filter((a) => a.type === 'xstate.sendTo').map((a) => a.params);
-  if (
-    event.type === 'RESERVE' ||
-    event.type === 'RELEASE' ||
-    event.type === 'REGISTER' ||
-    event.type === 'FORGET'
-  ) {
-    const key = event.type === 'REGISTER' ? event.job.ownerKey : event.ownerKey;
+  const key = event.type === 'JOB_ENDED' ? undefined : ownerKeyOf(event); // an event forwarded to the owner's actor
+  if (key !== undefined) {
     const had = prev.context.owners.includes(key);
     const spawns = event.type === 'RESERVE' && !had; // with its first start only
     expect(types.filter((t) => t === 'xstate.spawnChild').length, at).toBe(spawns ? 1 : 0);
@@ -180,13 +175,8 @@ function checkJobsStep({ event, prev, next }: ModelStep<typeof jobRegistryMachin
   );
   expect(next.context, at).toBe(prev.context); // never changes
   const sent = actions.filter((a) => a.type === 'xstate.sendTo').map((a) => a.params);
-  if (
-    event.type === 'RESERVE' ||
-    event.type === 'RELEASE' ||
-    event.type === 'REGISTER' ||
-    event.type === 'FORGET'
-  ) {
-    const key = event.type === 'REGISTER' ? event.job.ownerKey : event.ownerKey;
+  const key = event.type === 'JOB_ENDED' ? undefined : ownerKeyOf(event); // an event forwarded to the owner's actor
+  if (key !== undefined) {
     const refused = event.type === 'RESERVE' && prev.matches('closed');
     expect(sent, at).toMatchObject(refused ? [] : [{ targetId: shardActorId(key), event }]);
     expect(prev.can(event), at).toBe(!refused);
