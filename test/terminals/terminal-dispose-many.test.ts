@@ -20,6 +20,9 @@ describe('terminals: many closed at once', () => {
     try {
       const leases = Array.from({ length: OWNERS }, () => rt.owners.host());
       const terminals = await Promise.all(leases.map((l) => rt.terminals.open(l.token)));
+      // Every shell at its prompt first: open resolves once the leader exists, and a leader that
+      // has not yet made its session (setsid) has no member to signal (the CI of 2ef7678 saw 2 of 24).
+      await Promise.all(terminals.map((t, i) => untilOutput(rt, leases[i]!.token, t.id)));
       const leaders = terminals.map(({ pid }) => ({ pid, startTime: readProcStat(pid)!.startTime }));
       const scans0 = currentProcSnapshotSeq();
       // SIGCONT: harmless to an idle shell, so what it reached is still there to be closed.
