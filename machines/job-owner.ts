@@ -12,7 +12,7 @@ export interface JobOwnerContext {
   readonly live: number;
 }
 
-/** What the job registry forwards to an owner's actor, and what its job actors tell it. */
+/** What the owner's shard forwards to an owner's actor, and what its job actors tell it. */
 export type JobOwnerEvent =
   /** Take a slot for a start about to call `run()` (J4: refused when the owner is full). */
   | { readonly type: 'RESERVE'; readonly ownerKey: string }
@@ -27,7 +27,7 @@ export type JobOwnerEvent =
   /** Sent by a job actor an error escaped from (defensive: the job machine handles its errors). */
   | { readonly type: `xstate.error.actor.${string}`; readonly actorId: string };
 
-/** What an owner's actor sends the registry when one of its jobs ended. */
+/** What an owner's actor sends its shard (which passes it up to the registry) when one of its jobs ended. */
 export interface JobEndedEvent {
   readonly type: 'JOB_ENDED';
   readonly ownerKey: string;
@@ -48,7 +48,7 @@ export function registeredJob(event: { readonly type: string }): JobMachineInput
   return event.job as JobMachineInput;
 }
 
-// What a job's end reports to the registry (the job actor's id is its job id).
+// What a job's end reports up (the job actor's id is its job id).
 const reportEnd = {
   type: 'reportEnd',
   params: ({ context, event }: { context: JobOwnerContext; event: JobOwnerEvent }) => ({
@@ -58,18 +58,18 @@ const reportEnd = {
 } as const;
 
 /**
- * One owner's jobs (P5, P8): the job registry's child for an owner, whose children are that
- * owner's job actors, and whose context counts that owner's slots, so the per-owner cap (SPEC
+ * One owner's jobs (P5, P8): a child of the owner's shard (machines/job-shard.ts), whose children
+ * are that owner's job actors, and whose context counts that owner's slots, so the per-owner cap (SPEC
  * J4) is this machine's `canStart` guard. Each start and end touches this owner's facts only:
  * XState copies an actor's whole `children` map at every spawn and stop, and an `assign` copies
  * what it changes, so one registry holding every owner's counts or jobs made each start and end
- * O(owners) (P8: 1,000 owners, 200 starts a second, a quarter of the main thread's time spent
- * copying). The actor lives from its owner's first start until the owner ended and holds
+ * O(owners) (P8: 1,000 owners, 200 starts a second, 11 % of the main thread's time spent in
+ * those copies). The actor lives from its owner's first start until the owner ended and holds
  * nothing (`FORGET`), not one spawn and stop per job.
  *
  * @example
  * ```ts
- * // spawned by machines/job-registry.ts on an owner's first RESERVE, which it forwards here
+ * // spawned by its shard (machines/job-shard.ts) on the owner's first RESERVE, which it forwards here
  * owner.send({ type: 'RESERVE', ownerKey: 'o1' });
  * owner.send({ type: 'REGISTER', job: { jobId: 'job_a', ownerKey: 'o1', kind: 'shell', label: 'ls', startedAt: 0 } });
  * ```
