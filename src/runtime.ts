@@ -14,6 +14,7 @@ import { createSpillRetention } from './output/spill-retention.js';
 import { identifiedJobSpec, ownerEnv, requestOwner, withIdentity, withOwner } from './owner-env.js';
 import { createOwnerRegistry, type OwnerLease } from './owners/owner-registry.js';
 import type { AgentOwnerToken } from './owners/owner-token.js';
+import { type Reclaimer, reclaimingLease } from './owners/reclaiming-lease.js';
 import { createPersistence, type Persistence } from './persist/persist-adopt.js';
 import { helperGone, openPersistHelper, type PersistHelper } from './persist/persist-helper.js';
 import type { PersistedTree } from './persist/persisted-tree.js';
@@ -307,26 +308,18 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   };
 
   // O2 with D1's reclaim: an owner that ended never leaves its processes running until dispose.
-  const reclaimedOnRetire = (lease: OwnerLease): OwnerLease => ({
-    token: lease.token,
-    get retired() {
-      return lease.retired;
-    },
-    retire() {
-      if (lease.retired) return;
-      lease.retire();
-      if (disposing) return; // dispose drains every owner anyway
+  const reclaimer: Reclaimer = {
+    reclaim: (owner) =>
       track(async () => {
-        await terminals.drainOwner(lease.token);
-        await jobs.drainOwner(lease.token);
-        await placement.drainOwner(lease.token);
+        await terminals.drainOwner(owner);
+        await jobs.drainOwner(owner);
+        await placement.drainOwner(owner);
       }).catch((error: unknown) =>
         process.emitWarning(`tether: reclaiming a retired owner failed: ${String(error)}`, {
           code: 'TETHER_OWNER',
         }),
-      );
-    },
-  });
+      ),
+  };
 
   // `provider` is read per call: a reload swaps it for the calls that start after it (S5).
   const shellDeps: ShellDeps = {
@@ -422,7 +415,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         if (disposing)
           throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
         if (options !== undefined) placement.check(options, 'owners.host options');
-        const lease = reclaimedOnRetire(owners.host());
+        const lease = reclaimingLease(owners.host(), reclaimer);
         if (options !== undefined) placement.assign(lease.token, options);
         return lease;
       },
@@ -510,6 +503,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
     },
     dispose() {
       disposing ??= (async () => {
+        reclaimer.reclaim = null; // dispose drains every owner itself
         facts.emit({ type: 'runtime.disposing' });
         lifetime.abort(); // running one-shot commands are cancelled (D2)
         policy.dispose(); // pending approvals end (RUNTIME_DISPOSED): an ask never holds teardown

@@ -20,6 +20,7 @@ import type {
   PtyHostWorkerData,
   PtyOpenRequest,
 } from '../src/subprocess/pty/pty-protocol.js';
+import { BatchBuffers } from './pty-batches.js';
 import { PtyCaptures } from './pty-captures.js';
 import { PtyMaster } from './pty-master.js';
 import { findExecutable } from './pty-path.js';
@@ -28,6 +29,8 @@ const port = parentPort;
 if (port === null) throw new Error('workers/pty-host.js must run as a worker thread');
 const tuning = workerData as PtyHostWorkerData;
 const masters = new Map<number, PtyMaster>();
+// Lent to a terminal while it has output pending; a few spares serve the busy ones (P8).
+const batches = new BatchBuffers(tuning.batchBytes, 8);
 const post = (event: PtyHostEvent): void => port.postMessage(event);
 // T7: execute's marker search and capping run here, never on the main thread.
 const captures = new PtyCaptures(post);
@@ -94,7 +97,7 @@ function open(req: PtyOpenRequest): void {
   }
   let master: PtyMaster;
   try {
-    master = PtyMaster.fork(req, tuning, {
+    master = PtyMaster.fork(req, tuning, batches, {
       data: (text) => {
         post({ type: 'data', id: req.id, text });
         captures.scan(req.id, text);

@@ -13,6 +13,7 @@ import { readIdentity } from '../src/subprocess/identity.js';
 import { hasProcfs } from '../src/subprocess/proc.js';
 import { signalGroupOf } from '../src/subprocess/pty/pty-signal.js';
 import type { ProcessIdentity } from '../src/subprocess/types.js';
+import type { BatchBuffers } from './pty-batches.js';
 import { type ForkedPty, forkPty, type PtyForkSpec, resizePty, signalName } from './pty-native.js';
 import { PtyWriter } from './pty-writer.js';
 
@@ -29,12 +30,13 @@ export interface PtyMasterTuning {
 }
 
 /**
- * A forked PTY. Output is read by libuv (a tty stream on the master), copied into one buffer
- * and decoded once per batch, posted at `batchBytes` or `flushMs` after the first pending byte.
+ * A forked PTY. Output is read by libuv (a tty stream on the master), copied into a batch buffer
+ * (borrowed from `batches` while bytes are pending) and decoded once per batch, posted at
+ * `batchBytes` or `flushMs` after the first pending byte.
  *
  * @example
  * ```ts
- * const pty = PtyMaster.fork(spec, tuning, { data: (text) => post(text), exit: (code, sig) => done(code, sig) });
+ * const pty = PtyMaster.fork(spec, tuning, batches, { data: (text) => post(text), exit: (code, sig) => done(code, sig) });
  * pty.write('ls\r', (error) => {});
  * ```
  */
@@ -48,7 +50,8 @@ export class PtyMaster {
   readonly #sink: PtyMasterSink;
   readonly #tuning: PtyMasterTuning;
   readonly #decoder = new StringDecoder('utf8');
-  readonly #batch: Buffer;
+  readonly #batches: BatchBuffers;
+  #batch: Buffer | null = null;
   #length = 0;
   #timer: NodeJS.Timeout | undefined;
   #unacked = 0;
@@ -56,7 +59,12 @@ export class PtyMaster {
   #exited = false;
 
   /** Forks `spec.file` on a new PTY; throws what forkpty(3) or opening the slave throws. */
-  static fork(spec: PtyForkSpec, tuning: PtyMasterTuning, sink: PtyMasterSink): PtyMaster {
+  static fork(
+    spec: PtyForkSpec,
+    tuning: PtyMasterTuning,
+    batches: BatchBuffers,
+    sink: PtyMasterSink,
+  ): PtyMaster {
     let self: PtyMaster | undefined;
     // Runs on this thread's loop (a thread-safe function), never before fork() returned. It must
     // not throw: node-pty turns a JS exception here into a C++ one, which aborts the process.
@@ -70,11 +78,11 @@ export class PtyMaster {
       }
     };
     const term = forkPty(spec, onExit);
-    self = new PtyMaster(term, tuning, sink);
+    self = new PtyMaster(term, tuning, batches, sink);
     return self;
   }
 
-  private constructor(term: ForkedPty, tuning: PtyMasterTuning, sink: PtyMasterSink) {
+  private constructor(term: ForkedPty, tuning: PtyMasterTuning, batches: BatchBuffers, sink: PtyMasterSink) {
     this.#fd = term.fd;
     this.ttyPath = term.pty;
     this.identity = leaderIdentity(term.pid);
@@ -92,7 +100,7 @@ export class PtyMaster {
       closeSync(term.fd);
       throw err;
     }
-    this.#batch = Buffer.allocUnsafe(tuning.batchBytes);
+    this.#batches = batches;
     this.#writer = new PtyWriter(term.fd);
     this.#socket = new ReadStream(term.fd);
     this.#socket.on('data', (chunk: Buffer) => {
@@ -150,6 +158,7 @@ export class PtyMaster {
     } finally {
       this.#exited = true;
       clearTimeout(this.#timer);
+      this.#giveBack();
       this.#writer.close('the terminal has exited');
       this.#socket.destroy();
       closeSync(this.#slave);
@@ -160,10 +169,11 @@ export class PtyMaster {
   // Copies a chunk into the batch, flushing whenever the batch is full.
   #append(chunk: Buffer): void {
     for (let at = 0; at < chunk.length; ) {
-      const n = chunk.copy(this.#batch, this.#length, at);
+      const batch = this.#borrowed();
+      const n = chunk.copy(batch, this.#length, at);
       this.#length += n;
       at += n;
-      if (this.#length === this.#batch.length) this.#flush();
+      if (this.#length === batch.length) this.#flush();
     }
     this.#armFlush();
   }
@@ -172,9 +182,10 @@ export class PtyMaster {
   #flush(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#length === 0) return;
+    if (this.#batch === null || this.#length === 0) return;
     const text = this.#decoder.write(this.#batch.subarray(0, this.#length));
     this.#length = 0;
+    this.#giveBack(); // the decoder keeps a split character's bytes itself
     if (text === '') return;
     this.#unacked += text.length;
     this.#sink.data(text);
@@ -189,20 +200,35 @@ export class PtyMaster {
   // read; after the exit (`toEnd`) it drains everything.
   #readNow(toEnd: boolean): void {
     for (;;) {
+      const batch = this.#borrowed();
       let n: number;
       try {
-        n = readSync(this.#fd, this.#batch, this.#length, this.#batch.length - this.#length, null);
+        n = readSync(this.#fd, batch, this.#length, batch.length - this.#length, null);
       } catch {
         break; // EAGAIN: the tty buffers are empty
       }
       if (n === 0) break;
       this.#length += n;
-      if (this.#length === this.#batch.length) {
+      if (this.#length === batch.length) {
         this.#flush();
         if (!toEnd) return;
       }
     }
+    if (this.#length === 0) this.#giveBack();
     this.#armFlush();
+  }
+
+  // The batch buffer, borrowed on the first pending byte.
+  #borrowed(): Buffer {
+    this.#batch ??= this.#batches.take();
+    return this.#batch;
+  }
+
+  // Returns the batch buffer once nothing is pending in it.
+  #giveBack(): void {
+    if (this.#batch === null || this.#length !== 0) return;
+    this.#batches.give(this.#batch);
+    this.#batch = null;
   }
 
   // Pending bytes are posted at most flushMs after they were read.

@@ -68,6 +68,8 @@ export function createSpillPool(opts: SpillPoolOptions): SpillPool {
     minThreads: 0,
     maxThreads,
     idleTimeout: idleTimeoutMs,
+    // Nothing reads its run/wait-time histograms; off, they are not recorded per task nor kept.
+    recordTiming: false,
     // Its own filtered options: the host's may fail a worker (`node --input-type=module -e …`).
     execArgv: workerExecArgv(),
   });

@@ -113,6 +113,7 @@ export function createTerminalService(options: TerminalServiceOptions): Terminal
         await closeAll();
         await table.exits.settle();
         table.exits.clear();
+        table.ended.clear(); // every later call is RUNTIME_DISPOSED: nothing asks for them again
         await own?.dispose();
       })();
       return table.disposing;

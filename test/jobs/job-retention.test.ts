@@ -1,27 +1,12 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JobExit, JobHooks } from '../../src/jobs/job-types.js';
+import { collected } from '../support/collected.js';
 import { type JobHarness, jobHarness, readAll, settle } from '../support/job-harness.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
 
 let h: JobHarness;
 afterEach(async () => {
   await h?.close();
 });
-
-// Full collections until `ref` is cleared (a WeakRef is cleared only after the turn that made it
-// unreachable, so each collection runs in a turn of its own), at most `rounds` times.
-async function collected(ref: WeakRef<object>, rounds = 10): Promise<boolean> {
-  for (let i = 0; i < rounds && ref.deref() !== undefined; i++) {
-    await nextTurn();
-    gc();
-  }
-  return ref.deref() === undefined;
-}
 
 describe('job retention', () => {
   it("J5, D3: a finished job keeps its output and info until its owner ends, but not its producer's hooks (what held the process; P8)", async () => {
