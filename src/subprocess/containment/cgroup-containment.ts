@@ -2,7 +2,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { TetherError } from '../../errors.js';
 import { newTreeId, TREE_MARKER_ENV } from '../marker.js';
-import { markPids } from '../pid-mark.js';
+import { markBeforeSpawn } from '../pid-mark.js';
 import { killProcessTree } from '../tree-kill.js';
 import type { TreeKillVerdict } from '../types.js';
 import { CGROUP_PROCS_ENV, entersThroughBashEnv, installBashEntry, SH_ENTRY_SCRIPT } from './cgroup-entry.js';
@@ -76,7 +76,7 @@ export function createCgroupContainment(opts: CgroupContainmentOptions): Contain
     const tree: CgroupTree = { dir: treeDir, path: `/${relative(mount, treeDir)}` };
     open.set(treeDir, tree);
     const treeId = newTreeId();
-    const since = markPids();
+    const since = markBeforeSpawn();
     const procs = join(treeDir, 'cgroup.procs');
     const atClone = o.entersAtClone === true && !o.pty;
     const bash = !atClone && !o.pty && entersThroughBashEnv(argv, env);

@@ -1,6 +1,6 @@
 import { TetherError } from '../../errors.js';
 import { newTreeId, TREE_MARKER_ENV } from '../marker.js';
-import { markPids } from '../pid-mark.js';
+import { markBeforeSpawn } from '../pid-mark.js';
 import { killProcessTree } from '../tree-kill.js';
 import type { TreeKillVerdict } from '../types.js';
 import type { Containment } from './containment-types.js';
@@ -29,7 +29,7 @@ export function createMarkerContainment(): Containment {
     openTree(argv, env) {
       if (disposed) throw new TetherError('RUNTIME_DISPOSED', 'the runtime was disposed; create a new one');
       const treeId = newTreeId();
-      const since = markPids();
+      const since = markBeforeSpawn();
       let inFlight: Promise<TreeKillVerdict> | null = null;
       let open = true;
       trees++;
