@@ -31,9 +31,4 @@ export class BatchBuffers {
   give(buffer: Buffer): void {
     if (buffer.length === this.size && this.#spares.length < this.maxSpares) this.#spares.push(buffer);
   }
-
-  /** How many spares are kept now. */
-  get spares(): number {
-    return this.#spares.length;
-  }
 }
