@@ -4,6 +4,7 @@ import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import { TERMINALS_QUIESCENT } from '../support/quiescent.js';
 import { wakeSignal } from '../support/signal.js';
+import { until } from '../support/waits.js';
 import { QUIESCENT } from './agent-harness.js';
 
 let rt: Runtime;
@@ -121,8 +122,14 @@ describe('rt.agents (composition root)', () => {
       await rt.shell.background(agent.owner, { command: 'sleep 1000' });
     }
     expect((await rt.shell.run({ command: 'echo spilled' })).output).toBe('spilled\n');
-    const live = rt.stats();
-    expect(live.processes).toBeGreaterThanOrEqual(4); // two shells, two sleeps
+    // `background` returns once the registry owns the job (its spawn may come later) and `open`
+    // once the shell is forked (it carries the tree marker once it has exec'd): under load the
+    // processes show a moment after these calls returned.
+    const live = await until(
+      'two shells and two sleeps are counted',
+      () => rt.stats(),
+      (s) => (s.processes ?? 0) >= 4,
+    );
     expect(live.workers).toBeGreaterThanOrEqual(1); // the PTY worker (and the spill pool's)
     expect(live.agents).toMatchObject({ agents: 2, listeners: 2 });
     await rt.dispose();

@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { reapCommand } from '../../src/cli/reap-command.js';
 import { createRuntime, TetherError } from '../../src/index.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
-import { until } from '../remote/remote-waits.js';
+import { until } from '../support/waits.js';
 import { crash } from './persist-child.js';
 import { persistFixtures } from './persist-fixtures.js';
 

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
-import { until } from '../remote/remote-waits.js';
+import { until } from '../support/waits.js';
 import { crash } from './persist-child.js';
 import { persistFixtures } from './persist-fixtures.js';
 

@@ -11,13 +11,8 @@ import type { Fact } from '../../src/observe/fact-types.js';
 import type { ContainerPlacement } from '../../src/remote/container-placement.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { hostImage, removeContainer, startContainer, TEST_LABEL } from '../support/container-image.js';
-import {
-  agentsExample,
-  containerExists,
-  startCrashChild,
-  stopProcess,
-  until,
-} from '../support/placed-runtime.js';
+import { agentsExample, containerExists, startCrashChild, stopProcess } from '../support/placed-runtime.js';
+import { until } from '../support/waits.js';
 
 // X6: owners placed in containers of their own, on real podman, in an image built from this
 // host's own files (test/support/container-image.js). FIELD-NOTES: runc, ulimits, --init.
@@ -119,9 +114,17 @@ describe('container placement (X6)', () => {
     expect((await r.shell.run({ command: 'uname -n' })).output.trim()).not.toBe(hostname);
 
     const job = await r.shell.background(lease.token, { command: 'sleep 300' });
-    await until('the job runs', () => r.stats().jobs.running === 1);
+    await until(
+      'the job runs',
+      () => r.stats().jobs.running,
+      (n) => n === 1,
+    );
     lease.retire();
-    await until('the container is removed', () => !containerExists(name));
+    await until(
+      'the container is removed',
+      () => containerExists(name),
+      (there) => !there,
+    );
     const verdict = facts.find((f) => f.type === 'kill.verdict' && f.actor === `job:${job.id}`);
     expect(verdict).toMatchObject({ status: 'quiescent' });
     expect(atVerdict).toBe(true); // the trees were dead before the container went
@@ -281,7 +284,12 @@ describe('container placement (X6)', () => {
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
     expect(example.matches(r.stdout), r.stdout).toBe(true);
-    await until('podman reports the removal', () => seen.includes('remove'), 10_000);
+    await until(
+      'podman reports the removal',
+      () => seen.includes('remove'),
+      (yes) => yes,
+      10_000,
+    );
     expect(seen).toEqual(expect.arrayContaining(['start', 'exec', 'died', 'remove']));
   });
 });

@@ -11,7 +11,7 @@ import { createRuntime, type Runtime } from '../../src/runtime.js';
 import type { SubprocessHandle } from '../../src/subprocess/types.js';
 import { removeContainer, removeStaleContainers, startContainer } from '../support/container-image.js';
 import { kubectlCalls, writeKubectlStandIn } from '../support/kubectl-stand-in.js';
-import { lines, until } from './remote-waits.js';
+import { lines, until } from '../support/waits.js';
 
 const codeOf = (err: unknown) => (err instanceof TetherError ? err.code : String(err));
 

@@ -20,7 +20,8 @@ import { coreApi } from '../../src/subprocess/containment/kube-api.js';
 import { hostImage, removeStaleContainers } from '../support/container-image.js';
 import { type KubeStandIn, startKubeStandIn } from '../support/kube-stand-in.js';
 import { kubectlCalls } from '../support/kubectl-stand-in.js';
-import { agentsExample, containerExists, startCrashChild, until } from '../support/placed-runtime.js';
+import { agentsExample, containerExists, startCrashChild } from '../support/placed-runtime.js';
+import { until } from '../support/waits.js';
 
 // X6 with Kubernetes pods. No cluster can run here: every test talks to a stand-in API server
 // (test/support/kube-stand-in.ts: node http, Kubernetes' JSON and Status errors) that backs
@@ -154,14 +155,29 @@ describe('pod placement (X6)', () => {
     expect((await r.shell.run({ command: 'uname -n' })).output.trim()).not.toBe(name);
 
     const job = await r.shell.background(lease.token, { command: 'sleep 300' });
-    await until('the job runs', () => r.stats().jobs.running === 1, 60_000);
+    await until(
+      'the job runs',
+      () => r.stats().jobs.running,
+      (n) => n === 1,
+      60_000,
+    );
     lease.retire();
-    await until('the pod is deleted', () => !hasPod(name), 60_000);
+    await until(
+      'the pod is deleted',
+      () => hasPod(name),
+      (there) => !there,
+      60_000,
+    );
     const verdict = facts.find((f) => f.type === 'kill.verdict' && f.actor === `job:${job.id}`);
     expect(verdict).toMatchObject({ status: 'quiescent' });
     expect(atVerdict).toBe(true); // the trees were dead before the pod went
     expect(api.requests).toContain(`DELETE /api/v1/namespaces/${NS}/pods/${name}?gracePeriodSeconds=0`);
-    await until('its container is removed', () => !containerExists(api.containerOf(NS, name)), 60_000);
+    await until(
+      'its container is removed',
+      () => containerExists(api.containerOf(NS, name)),
+      (there) => !there,
+      60_000,
+    );
     await r.dispose();
     expect(readdirSync(join(stateDir, 'pods'))).toEqual([]); // no pods left: nothing to recover
   });
@@ -234,7 +250,12 @@ describe('pod placement (X6)', () => {
     const [pod] = podNames();
     expect(pod).toBeDefined(); // created, never ready: deleted when the owner ends
     lease.retire();
-    await until('the unready pod is deleted', () => !hasPod(pod!), 60_000);
+    await until(
+      'the unready pod is deleted',
+      () => hasPod(pod!),
+      (there) => !there,
+      60_000,
+    );
   });
 
   it(`X6: an API server that does not answer the create holds neither the start beyond startTimeoutMs nor the owner's end ${SUFFIX}`, async () => {
@@ -364,7 +385,12 @@ await rt.dispose();`;
       }),
     ]);
     expect(hasPod(crashed!)).toBe(false);
-    await until('its container is removed', () => !containerExists(api.containerOf(NS, crashed!)), 60_000);
+    await until(
+      'its container is removed',
+      () => containerExists(api.containerOf(NS, crashed!)),
+      (there) => !there,
+      60_000,
+    );
     expect(podNames().sort()).toEqual([livePod, 'unlabelled'].sort());
     expect((await live.shell.run({ command: 'echo still here' }, liveLease.token)).output).toBe(
       'still here\n',

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createExecProvider } from '../../src/remote/exec-provider.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
-import { until } from './remote-waits.js';
+import { until } from '../support/waits.js';
 
 const TREES = 200;
 const STARTED_AT_ONCE = 16;

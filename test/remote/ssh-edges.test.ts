@@ -6,7 +6,7 @@ import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
 import type { SubprocessHandle, TreeKillVerdict } from '../../src/subprocess/types.js';
-import { until } from './remote-waits.js';
+import { until } from '../support/waits.js';
 import { type Sshd, startSshd } from './sshd-fixture.js';
 import { createUnprivilegedUser, type UnprivilegedUser } from './unprivileged-user.js';
 

@@ -7,7 +7,7 @@ import type { SshProvider } from '../../src/remote/ssh-provider.js';
 import { probeCgroup } from '../../src/subprocess/containment/cgroup-fs.js';
 import { listTaggedProcesses, readProcStat } from '../../src/subprocess/proc.js';
 import type { SubprocessHandle, TerminalHandle } from '../../src/subprocess/types.js';
-import { lines, until } from './remote-waits.js';
+import { lines, until } from '../support/waits.js';
 import { type Sshd, startSshd } from './sshd-fixture.js';
 
 const codeOf = (err: unknown) => (err instanceof TetherError ? err.code : String(err));

@@ -6,7 +6,7 @@ import type { SshProvider } from '../../src/remote/ssh-provider.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
 import { listTaggedProcesses } from '../../src/subprocess/proc.js';
-import { until } from './remote-waits.js';
+import { until } from '../support/waits.js';
 import { type Sshd, startSshd } from './sshd-fixture.js';
 
 // X1: the services and tools above the provider do not change: the same calls, another host.

@@ -135,12 +135,3 @@ export function agentsExample(placementFor: (app: string) => object): AgentsExam
 /** Whether podman has a container of that name (the one behind a placed owner or a stand-in pod). */
 export const containerExists = (name: string): boolean =>
   spawnSync('podman', ['container', 'exists', name]).status === 0;
-
-/** Polls `ok` every 100 ms until it holds; throws naming `what` after `ms`. */
-export async function until(what: string, ok: () => boolean, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}

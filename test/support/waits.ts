@@ -2,11 +2,17 @@ import { setTimeout as pause } from 'node:timers/promises';
 
 /**
  * A bounded poll for a fact (never a timed assertion: the bound only turns a hang into a
- * failure): `probe` every 10 ms, at most 3,000 times, until `ok`.
+ * failure): `probe` every 10 ms until `ok`, for at most `ms`.
  */
-export async function until<T>(what: string, probe: () => T | Promise<T>, ok: (v: T) => boolean): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => T | Promise<T>,
+  ok: (v: T) => boolean,
+  ms = 30_000,
+): Promise<T> {
+  const end = Date.now() + ms;
   let last = await probe();
-  for (let i = 0; i < 3000 && !ok(last); i++) {
+  while (!ok(last) && Date.now() < end) {
     await pause(10);
     last = await probe();
   }
