@@ -1,4 +1,12 @@
-import { assign, sendParent, setup, spawnChild, stopChild } from 'xstate';
+import {
+  type AnyActorRef,
+  assign,
+  type SnapshotFrom,
+  sendParent,
+  setup,
+  spawnChild,
+  stopChild,
+} from 'xstate';
 import { type JobMachineInput, jobMachine } from './job.js';
 
 /** What an owner's actor counts: slots (reserved or held by a live job) and live jobs. */
@@ -10,6 +18,14 @@ export interface JobOwnerContext {
   readonly slots: number;
   /** Live job actors (this actor's children); never more than `slots`. */
   readonly live: number;
+  /**
+   * The job of each child slot, `null` where the slot is free: a job actor's child id is its
+   * slot's ({@link jobSlotId}), reused by later jobs, never its job id. XState memoizes the
+   * transitions of every event type a state node sees and keeps them as long as the machine: a
+   * child id per job made each job's `xstate.done.actor.<id>` a new type and left ~330 bytes per
+   * job ever run (12,000 jobs held 4 MB, P8). Slot ids bound the types by the per-owner cap.
+   */
+  readonly running: readonly (string | null)[];
 }
 
 /** What the owner's shard forwards to an owner's actor, and what its job actors tell it. */
@@ -18,7 +34,7 @@ export type JobOwnerEvent =
   | { readonly type: 'RESERVE'; readonly ownerKey: string }
   /** Give a reserved slot back: `run()` failed, nothing was registered. */
   | { readonly type: 'RELEASE'; readonly ownerKey: string }
-  /** Turn a reserved slot into a live job actor (child id = job id). */
+  /** Turn a reserved slot into a live job actor (child id = its slot's, {@link jobSlotId}). */
   | { readonly type: 'REGISTER'; readonly job: JobMachineInput }
   /** The owner ended and holds nothing: reach the final state (refused while it holds a slot). */
   | { readonly type: 'FORGET'; readonly ownerKey: string }
@@ -39,7 +55,7 @@ export interface JobEndedEvent {
  *
  * @example
  * ```ts
- * spawnChild('job', { id: ({ event }) => registeredJob(event).jobId, input: ({ event }) => registeredJob(event) });
+ * spawnChild('job', { input: ({ event }) => registeredJob(event) });
  * ```
  */
 export function registeredJob(event: { readonly type: string }): JobMachineInput {
@@ -48,14 +64,56 @@ export function registeredJob(event: { readonly type: string }): JobMachineInput
   return event.job as JobMachineInput;
 }
 
-// What a job's end reports up (the job actor's id is its job id).
+const JOB_SLOT = 'job#';
+
+/**
+ * The child id of the job actor in an owner actor's slot `slot` (`job#<slot>`).
+ *
+ * @example
+ * ```ts
+ * owner.getSnapshot().children[jobSlotId(owner.getSnapshot().context.running.indexOf('job_a'))];
+ * ```
+ */
+export function jobSlotId(slot: number): string {
+  return `${JOB_SLOT}${slot}`;
+}
+
+/**
+ * The actor of job `jobId` among an owner actor's children, or undefined when it is not live.
+ *
+ * @example
+ * ```ts
+ * jobChildOf(owner.getSnapshot(), 'job_a')?.getSnapshot().value; // 'running'
+ * ```
+ */
+export function jobChildOf(
+  owner: SnapshotFrom<typeof jobOwnerMachine>,
+  jobId: string,
+): AnyActorRef | undefined {
+  const slot = owner.context.running.indexOf(jobId);
+  return slot < 0 ? undefined : owner.children[jobSlotId(slot)];
+}
+
+// The slot a child's done or error event names (`xstate.done.actor.job#2` → 2).
+const slotOf = (event: JobOwnerEvent): number =>
+  Number((event as { readonly actorId: string }).actorId.slice(JOB_SLOT.length));
+
+// What a job's end reports up: the job of the slot, before the slot is freed.
 const reportEnd = {
   type: 'reportEnd',
   params: ({ context, event }: { context: JobOwnerContext; event: JobOwnerEvent }) => ({
     ownerKey: context.ownerKey,
-    jobId: (event as { readonly actorId: string }).actorId,
+    jobId: context.running[slotOf(event)] as string,
   }),
 } as const;
+
+// `running` with `jobId` in the first free slot, or in a new one.
+function withJob(running: readonly (string | null)[], jobId: string): readonly (string | null)[] {
+  const next = [...running];
+  const free = next.indexOf(null);
+  next[free < 0 ? next.length : free] = jobId;
+  return next;
+}
 
 /**
  * One owner's jobs (P5, P8): a child of the owner's shard (machines/job-shard.ts), whose children
@@ -89,14 +147,22 @@ export const jobOwnerMachine = setup({
   actions: {
     takeSlot: assign({ slots: ({ context }) => context.slots + 1 }),
     freeSlot: assign({ slots: ({ context }) => context.slots - 1 }),
+    // After `countJob`, which put the job in a slot.
     spawnJob: spawnChild('job', {
-      id: ({ event }) => registeredJob(event).jobId,
+      id: ({ context, event }) => jobSlotId(context.running.indexOf(registeredJob(event).jobId)),
       input: ({ event }) => registeredJob(event),
     }),
-    countJob: assign({ live: ({ context }) => context.live + 1 }),
-    // A job actor ended: forget the child, free its slot and tell the registry, in one step.
+    countJob: assign(({ context, event }) => ({
+      live: context.live + 1,
+      running: withJob(context.running, registeredJob(event).jobId),
+    })),
+    // A job actor ended: forget the child, tell the registry and free its slot, in one step.
     forgetJob: stopChild(({ event }) => (event as { readonly actorId: string }).actorId),
-    uncountJob: assign(({ context }) => ({ slots: context.slots - 1, live: context.live - 1 })),
+    uncountJob: assign(({ context, event }) => ({
+      slots: context.slots - 1,
+      live: context.live - 1,
+      running: context.running.map((jobId, slot) => (slot === slotOf(event) ? null : jobId)),
+    })),
     reportEnd: sendParent(
       (_, params: { readonly ownerKey: string; readonly jobId: string }): JobEndedEvent => ({
         type: 'JOB_ENDED',
@@ -106,7 +172,7 @@ export const jobOwnerMachine = setup({
   },
 }).createMachine({
   id: 'jobOwner',
-  context: ({ input }) => ({ ownerKey: input.ownerKey, limit: input.limit, slots: 0, live: 0 }),
+  context: ({ input }) => ({ ownerKey: input.ownerKey, limit: input.limit, slots: 0, live: 0, running: [] }),
   initial: 'active',
   states: {
     active: {
@@ -114,8 +180,8 @@ export const jobOwnerMachine = setup({
         RESERVE: { guard: 'canStart', actions: 'takeSlot' },
         RELEASE: { guard: 'hasReservation', actions: 'freeSlot' },
         REGISTER: { guard: 'hasReservation', actions: ['countJob', 'spawnJob'] },
-        'xstate.done.actor.*': { actions: ['forgetJob', 'uncountJob', reportEnd] },
-        'xstate.error.actor.*': { actions: ['forgetJob', 'uncountJob', reportEnd] },
+        'xstate.done.actor.*': { actions: ['forgetJob', reportEnd, 'uncountJob'] },
+        'xstate.error.actor.*': { actions: ['forgetJob', reportEnd, 'uncountJob'] },
         FORGET: { guard: 'holdsNothing', target: 'forgotten' },
       },
     },

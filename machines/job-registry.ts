@@ -45,7 +45,7 @@ export function shardActorId(ownerKey: string): string {
  *
  * @example
  * ```ts
- * ownerActorOf(root.getSnapshot(), 'o1')?.getSnapshot().children.job_a; // the job actor
+ * ownerActorOf(root.getSnapshot(), 'o1')?.getSnapshot().context.running; // its jobs, by slot
  * ```
  */
 export function ownerActorOf(

@@ -7,7 +7,7 @@ import {
   type InspectionEvent,
 } from 'xstate';
 import { type JobExit, jobMachine } from '../../machines/job.js';
-import { jobOwnerMachine } from '../../machines/job-owner.js';
+import { jobChildOf, jobOwnerMachine } from '../../machines/job-owner.js';
 import { jobRegistryMachine, ownerActorOf } from '../../machines/job-registry.js';
 import { jobShardMachine } from '../../machines/job-shard.js';
 
@@ -78,5 +78,5 @@ export function jobActorOf(
   jobId: string,
 ): ActorRefFrom<typeof jobMachine> | undefined {
   const owner = ownerActorOf(system.getSnapshot(), ownerKey);
-  return owner?.getSnapshot().children[jobId] as ActorRefFrom<typeof jobMachine> | undefined;
+  return owner && (jobChildOf(owner.getSnapshot(), jobId) as ActorRefFrom<typeof jobMachine> | undefined);
 }

@@ -2,8 +2,11 @@
 export interface InspectedRef {
   readonly id?: string;
   readonly systemId?: string;
-  /** The options it was created with: `systemId` is known here before `systemId` is set. */
-  readonly options?: { readonly systemId?: string };
+  /**
+   * The options it was created with: `systemId` is known here before `systemId` is set, and a
+   * job actor's input names its job.
+   */
+  readonly options?: { readonly systemId?: string; readonly input?: { readonly jobId?: unknown } };
   readonly _parent?: InspectedRef;
   getSnapshot(): unknown;
 }
@@ -29,12 +32,13 @@ export function stableActorId(ref: InspectedRef): string {
   return id;
 }
 
-// From the ids the registries give their children (a job's id is its job id, an agent's its
-// publication `agent:<sessionId>:<n>`, a router's `router:<sessionId>:<n>`): known at creation.
+// From what the registries give their children (a job's input names its job, its id is only
+// its slot's; an agent's id is its publication `agent:<sessionId>:<n>`, a router's
+// `router:<sessionId>:<n>`): known at creation.
 function deriveId(ref: InspectedRef): string {
   const machine = machineIdOf(ref);
   const id = String(ref.id);
-  if (machine === 'job') return `job:${id}`;
+  if (machine === 'job') return `job:${String(ref.options?.input?.jobId ?? id)}`;
   if (machine === 'agent') return `agent:${sessionOf(id.replace(/^agent:/, ''))}`;
   if (machine === 'router') return `router:${sessionOf(id.replace(/^router:/, ''))}`;
   // XState announces an actor (`@xstate.actor`) before it sets `systemId` from its options.

@@ -74,4 +74,29 @@ describe('job retention', () => {
     await h.jobs.drainOwner(a.token);
     expect(owners()).toEqual([keyB]);
   });
+  it('J5, D3: the job machines see one child-end event type per slot, not one per job (XState keeps what it memoized per event type for the life of the machine; P8)', async () => {
+    const types = new Set<string>();
+    h = jobHarness({
+      inspect: (event) => {
+        if (event.type !== '@xstate.event') return;
+        const type = (event as { event: { type: string } }).event.type;
+        if (/^xstate\.(done|error)\.actor\./.test(type)) types.add(type);
+      },
+    });
+    const owner = h.owners.host().token;
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const info = await h.jobs.start(owner, {
+        kind: 'test',
+        label: `job ${i}`,
+        run: () => ({ cancel() {}, done: Promise.resolve({ exitCode: 0, signal: null }) }),
+      });
+      expect(await settle(h.jobs, owner, info.id)).toMatchObject({ state: 'succeeded' });
+      ids.push(info.id);
+    }
+    expect(new Set(ids).size).toBe(40);
+    // One slot reused by 40 jobs, and the producer each job invokes: child ids per job made 41.
+    expect([...types].sort()).toHaveLength(2);
+    expect(types).toContain('xstate.done.actor.job#0');
+  });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type EventFromLogic, type SnapshotFrom, transition } from 'xstate';
 import { agentRegistryMachine } from '../../machines/agent-registry.js';
-import { jobOwnerMachine } from '../../machines/job-owner.js';
+import { jobOwnerMachine, jobSlotId } from '../../machines/job-owner.js';
 import { JOB_SHARDS, jobRegistryMachine, shardActorId } from '../../machines/job-registry.js';
 import { jobShardMachine, ownerActorId, ownerKeyOf } from '../../machines/job-shard.js';
 import { actorDone, actorFailed } from '../support/actor-events.js';
@@ -22,30 +22,40 @@ const OWNERS = ['o1', 'o2'] as const;
 
 // One owner's actor: every event its registry forwards and its job actors send, in any order
 // (it guards its own ledger: a REGISTER or RELEASE without a reservation is refused).
-const jobIds = (s: OwnerSnapshot) => Object.keys(s.children).sort();
+// The live jobs (by their slots' ledger) and the child ids of their actors (their slots').
+const jobIds = (s: OwnerSnapshot) => s.context.running.filter((id): id is string => id !== null).sort();
+const childIds = (s: OwnerSnapshot) => Object.keys(s.children).sort();
 const reservedOf = (s: OwnerSnapshot) => s.context.slots - s.context.live;
 function ownerEvents(s: OwnerSnapshot): OwnerEvent[] {
-  const free = ['j1', 'j2', 'j3'].find((id) => !(id in s.children))!;
+  const free = ['j1', 'j2', 'j3'].find((id) => !s.context.running.includes(id))!;
   return [
     { type: 'RESERVE', ownerKey: 'o1' },
     { type: 'RELEASE', ownerKey: 'o1' },
     { type: 'REGISTER', job: { jobId: free, ownerKey: 'o1', kind: 'k', label: free, startedAt: 0 } },
     { type: 'FORGET', ownerKey: 'o1' },
-    ...jobIds(s).flatMap((id) => [
+    ...childIds(s).flatMap((id) => [
       actorDone<OwnerEvent>(id),
       actorFailed<OwnerEvent>(id, new Error('escaped')),
     ]),
   ];
 }
 const ownerKey = (s: OwnerSnapshot) =>
-  JSON.stringify([s.value, s.status, s.context.slots, s.context.live, jobIds(s)]);
+  JSON.stringify([s.value, s.status, s.context.slots, s.context.live, s.context.running, childIds(s)]);
 
 function checkOwnerStep({ event, prev, next }: ModelStep<typeof lonelyOwner>, actions: Action[]): void {
   const at = `${ownerKey(prev)} --${event.type}--> ${ownerKey(next)}`;
   const { slots, live } = next.context;
   expect(slots, at).toBeLessThanOrEqual(LIMIT); // J4
   expect(live, at).toBeLessThanOrEqual(slots);
-  expect(live, at).toBe(jobIds(next).length); // the count is its children
+  expect(live, at).toBe(childIds(next).length); // the count is its children
+  // Each live job's actor is the child of its slot, a slot below the cap: the child ids (and the
+  // `xstate.done.actor.<id>` event types XState memoizes per type) are bounded by the cap.
+  expect(childIds(next), at).toEqual(
+    jobIds(next)
+      .map((id) => jobSlotId(next.context.running.indexOf(id)))
+      .sort(),
+  );
+  expect(next.context.running.length, at).toBeLessThanOrEqual(LIMIT);
   expect(prev.can({ type: 'RESERVE', ownerKey: 'o1' }), at).toBe(prev.context.slots < LIMIT); // J4: the preflight is the guard
   const types = actions.map((a) => a.type);
   const delta = [slots - prev.context.slots, live - prev.context.live];
@@ -59,9 +69,11 @@ function checkOwnerStep({ event, prev, next }: ModelStep<typeof lonelyOwner>, ac
   const ends = actions.filter((a) => a.type === 'reportEnd').map((a) => a.params);
   if (event.type.startsWith('xstate.')) {
     // A job's end frees its slot and reports it to the registry once, in the same step.
-    const jobId = (event as { actorId: string }).actorId;
+    const slot = (event as { actorId: string }).actorId;
+    const jobId = prev.context.running.find((id, i) => id !== null && jobSlotId(i) === slot);
     expect(delta, at).toEqual([-1, -1]);
     expect(jobIds(next), at).not.toContain(jobId);
+    expect(childIds(next), at).not.toContain(slot);
     expect(ends, at).toEqual([{ ownerKey: 'o1', jobId }]);
   } else expect(ends, at).toEqual([]);
   if (event.type === 'FORGET') expect(next.status, at).toBe(prev.context.slots === 0 ? 'done' : 'active');
