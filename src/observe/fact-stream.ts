@@ -47,7 +47,9 @@ export function createFactStream(
 ): FactStream {
   const runtimeId = `rt_${randomBytes(6).toString('base64url')}`;
   const listeners = new Set<Listener>();
+  // The newest REPLAY_FACTS facts, a ring once full: `oldest` is where the oldest one is.
   const recent: Fact[] = [];
+  let oldest = 0;
   let queue: Fact[] = [];
   let seq = 0;
   let scheduled = false;
@@ -94,8 +96,11 @@ export function createFactStream(
   const emit = (body: FactBody): void => {
     if (closed) return;
     const fact = stamp(body);
-    recent.push(fact);
-    if (recent.length > REPLAY_FACTS * 2) recent.splice(0, recent.length - REPLAY_FACTS);
+    if (recent.length < REPLAY_FACTS) recent.push(fact);
+    else {
+      recent[oldest] = fact;
+      oldest = (oldest + 1) % REPLAY_FACTS;
+    }
     enqueue(fact);
   };
   const sampler = new FactSampler(emit);
@@ -128,7 +133,10 @@ export function createFactStream(
       if (opts.replay === true) {
         // Queued facts reach the new listener with the next flush; replay stops before them.
         const next = queue[0]?.seq ?? Number.POSITIVE_INFINITY;
-        for (const fact of recent.slice(-REPLAY_FACTS)) if (fact.seq < next) call(listener, fact);
+        for (let i = 0; i < recent.length; i++) {
+          const fact = recent[(oldest + i) % recent.length]!;
+          if (fact.seq < next) call(listener, fact);
+        }
       }
       listeners.add(listener);
       if (listener.inspection) inspecting++;

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, type Fact, type Runtime } from '../../src/index.js';
+import { createFactStream, REPLAY_FACTS } from '../../src/observe/fact-stream.js';
 import { wakeSignal } from '../support/signal.js';
 
 let rt: Runtime | undefined;
@@ -38,6 +39,23 @@ function collect(runtime: Runtime, until: (f: Fact) => boolean, options = {}) {
 }
 
 describe('rt.observe (the fact stream)', () => {
+  it('V1: a late observer with replay gets the newest REPLAY_FACTS facts, oldest first, also after close', () => {
+    const stream = createFactStream();
+    const seqs = (): number[] => {
+      const seen: number[] = [];
+      stream.observe((fact) => seen.push(fact.seq), { replay: true })();
+      return seen;
+    };
+    for (let i = 0; i < 5; i++) stream.emit({ type: 'runtime.disposing' });
+    expect(seqs()).toEqual([1, 2, 3, 4, 5]);
+    const total = REPLAY_FACTS * 2 + 7; // past the bound twice, and not at a multiple of it
+    for (let i = 5; i < total; i++) stream.emit({ type: 'runtime.disposing' });
+    const newest = Array.from({ length: REPLAY_FACTS }, (_, i) => total - REPLAY_FACTS + 1 + i);
+    expect(seqs()).toEqual(newest);
+    stream.close();
+    expect(seqs()).toEqual(newest);
+  });
+
   it('V1: a job is told as started then ended with its state, exit code and duration, in seq order', async () => {
     rt = await createRuntime({ limits: { cleanupGraceMs: 200 } });
     const lease = rt.owners.host();
