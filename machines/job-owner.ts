@@ -7,6 +7,7 @@ import {
   spawnChild,
   stopChild,
 } from 'xstate';
+import { type ChildSlots, slotId, slotOfChild, withKey, withoutSlot } from './child-slots.js';
 import { type JobMachineInput, jobMachine } from './job.js';
 
 /** What an owner's actor counts: slots (reserved or held by a live job) and live jobs. */
@@ -18,14 +19,8 @@ export interface JobOwnerContext {
   readonly slots: number;
   /** Live job actors (this actor's children); never more than `slots`. */
   readonly live: number;
-  /**
-   * The job of each child slot, `null` where the slot is free: a job actor's child id is its
-   * slot's ({@link jobSlotId}), reused by later jobs, never its job id. XState memoizes the
-   * transitions of every event type a state node sees and keeps them as long as the machine: a
-   * child id per job made each job's `xstate.done.actor.<id>` a new type and left ~330 bytes per
-   * job ever run (12,000 jobs held 4 MB, P8). Slot ids bound the types by the per-owner cap.
-   */
-  readonly running: readonly (string | null)[];
+  /** The job of each child slot (machines/child-slots.ts: a job actor's id is its slot's). */
+  readonly running: ChildSlots;
 }
 
 /** What the owner's shard forwards to an owner's actor, and what its job actors tell it. */
@@ -75,7 +70,7 @@ const JOB_SLOT = 'job#';
  * ```
  */
 export function jobSlotId(slot: number): string {
-  return `${JOB_SLOT}${slot}`;
+  return slotId(JOB_SLOT, slot);
 }
 
 /**
@@ -96,7 +91,7 @@ export function jobChildOf(
 
 // The slot a child's done or error event names (`xstate.done.actor.job#2` → 2).
 const slotOf = (event: JobOwnerEvent): number =>
-  Number((event as { readonly actorId: string }).actorId.slice(JOB_SLOT.length));
+  slotOfChild(JOB_SLOT, (event as { readonly actorId: string }).actorId);
 
 // What a job's end reports up: the job of the slot, before the slot is freed.
 const reportEnd = {
@@ -106,14 +101,6 @@ const reportEnd = {
     jobId: context.running[slotOf(event)] as string,
   }),
 } as const;
-
-// `running` with `jobId` in the first free slot, or in a new one.
-function withJob(running: readonly (string | null)[], jobId: string): readonly (string | null)[] {
-  const next = [...running];
-  const free = next.indexOf(null);
-  next[free < 0 ? next.length : free] = jobId;
-  return next;
-}
 
 /**
  * One owner's jobs (P5, P8): a child of the owner's shard (machines/job-shard.ts), whose children
@@ -154,14 +141,14 @@ export const jobOwnerMachine = setup({
     }),
     countJob: assign(({ context, event }) => ({
       live: context.live + 1,
-      running: withJob(context.running, registeredJob(event).jobId),
+      running: withKey(context.running, registeredJob(event).jobId),
     })),
     // A job actor ended: forget the child, tell the registry and free its slot, in one step.
     forgetJob: stopChild(({ event }) => (event as { readonly actorId: string }).actorId),
     uncountJob: assign(({ context, event }) => ({
       slots: context.slots - 1,
       live: context.live - 1,
-      running: context.running.map((jobId, slot) => (slot === slotOf(event) ? null : jobId)),
+      running: withoutSlot(context.running, slotOf(event)),
     })),
     reportEnd: sendParent(
       (_, params: { readonly ownerKey: string; readonly jobId: string }): JobEndedEvent => ({

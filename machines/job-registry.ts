@@ -1,7 +1,7 @@
 import { type ActorRefFrom, type SnapshotFrom, sendTo, setup, spawnChild } from 'xstate';
 import type { JobMachineInput } from './job.js';
 import type { JobEndedEvent, jobOwnerMachine } from './job-owner.js';
-import { type JobShardEvent, jobShardMachine, ownerActorId, ownerOf } from './job-shard.js';
+import { type JobShardEvent, jobShardMachine, ownerChildOf, ownerOf } from './job-shard.js';
 
 /** How many shards hold the owners' actors (see machines/job-shard.ts). */
 export const JOB_SHARDS = 32;
@@ -30,7 +30,7 @@ export type JobRegistryEvent =
  *
  * @example
  * ```ts
- * root.getSnapshot().children[shardActorId('o1')]; // the shard with owner:o1
+ * root.getSnapshot().children[shardActorId('o1')]; // the shard with o1's actor
  * ```
  */
 export function shardActorId(ownerKey: string): string {
@@ -53,9 +53,9 @@ export function ownerActorOf(
   ownerKey: string,
 ): ActorRefFrom<typeof jobOwnerMachine> | undefined {
   const shard = snapshot.children[shardActorId(ownerKey)] as ActorRefFrom<typeof jobShardMachine> | undefined;
-  return shard?.getSnapshot().children[ownerActorId(ownerKey)] as
-    | ActorRefFrom<typeof jobOwnerMachine>
-    | undefined;
+  return (
+    shard && (ownerChildOf(shard.getSnapshot(), ownerKey) as ActorRefFrom<typeof jobOwnerMachine> | undefined)
+  );
 }
 
 /**

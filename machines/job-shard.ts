@@ -1,4 +1,14 @@
-import { assign, sendParent, sendTo, setup, spawnChild, stopChild } from 'xstate';
+import {
+  type AnyActorRef,
+  assign,
+  type SnapshotFrom,
+  sendParent,
+  sendTo,
+  setup,
+  spawnChild,
+  stopChild,
+} from 'xstate';
+import { type ChildSlots, slotId, slotOfChild, withKey, withoutSlot } from './child-slots.js';
 import type { JobMachineInput } from './job.js';
 import { type JobEndedEvent, type JobOwnerEvent, jobOwnerMachine, registeredJob } from './job-owner.js';
 
@@ -6,11 +16,11 @@ import { type JobEndedEvent, type JobOwnerEvent, jobOwnerMachine, registeredJob 
 export interface JobShardContext {
   readonly limit: number;
   /**
-   * The owners that have an actor (a child of this shard), in order of their first start. An
-   * array: a copy is one memcpy, where a spread of a 1,000-key object costs ~0.3 ms (V8 keeps
-   * such objects in dictionary mode and rebuilds them key by key).
+   * The owner of each child slot (machines/child-slots.ts: an owner's actor's id is its slot's,
+   * `owner#<slot>`). An array: a copy is one memcpy, where a spread of a 1,000-key object costs
+   * ~0.3 ms (V8 keeps such objects in dictionary mode and rebuilds them key by key).
    */
-  readonly owners: readonly string[];
+  readonly owners: ChildSlots;
 }
 
 export type JobShardEvent =
@@ -27,18 +37,36 @@ export type JobShardEvent =
   /** Sent by an owner's actor that reached its final state (it was forgotten). */
   | { readonly type: `xstate.done.actor.${string}`; readonly actorId: string };
 
-const OWNER_ACTOR = 'owner:';
+const OWNER_SLOT = 'owner#';
 
 /**
- * The child id of an owner's actor (in its shard).
+ * The actor of owner `ownerKey` among a shard's children, or undefined when it has none.
  *
  * @example
  * ```ts
- * shard.getSnapshot().children[ownerActorId('o1')]?.getSnapshot().children.job_a; // the job actor
+ * ownerChildOf(shard.getSnapshot(), 'o1')?.getSnapshot().context.running; // its jobs, by slot
  * ```
  */
-export function ownerActorId(ownerKey: string): string {
-  return `${OWNER_ACTOR}${ownerKey}`;
+export function ownerChildOf(
+  shard: SnapshotFrom<typeof jobShardMachine>,
+  ownerKey: string,
+): AnyActorRef | undefined {
+  return shard.context.owners.includes(ownerKey)
+    ? shard.children[ownerChildId(shard.context.owners, ownerKey)]
+    : undefined;
+}
+
+/**
+ * The child id of owner `ownerKey`'s actor in a shard whose context has these `owners` (its
+ * slot's, `owner#<slot>`), once `addOwner` gave it a slot.
+ *
+ * @example
+ * ```ts
+ * shard.getSnapshot().children[ownerChildId(shard.getSnapshot().context.owners, 'o1')];
+ * ```
+ */
+export function ownerChildId(owners: ChildSlots, ownerKey: string): string {
+  return slotId(OWNER_SLOT, owners.indexOf(ownerKey));
 }
 
 /**
@@ -74,7 +102,7 @@ export function ownerOf(event: { readonly type: string }): string {
  * @example
  * ```ts
  * // spawned by the registry, which forwards an owner's events to its shard
- * shard.send({ type: 'RESERVE', ownerKey: 'o1' }); // spawns owner:o1, which takes the slot
+ * shard.send({ type: 'RESERVE', ownerKey: 'o1' }); // spawns o1's actor, which takes the slot
  * ```
  */
 export const jobShardMachine = setup({
@@ -88,22 +116,24 @@ export const jobShardMachine = setup({
     hasOwnerActor: ({ context, event }) => context.owners.includes(ownerOf(event)),
   },
   actions: {
-    addOwner: assign(({ context, event }) => ({ owners: [...context.owners, ownerOf(event)] })),
+    addOwner: assign(({ context, event }) => ({ owners: withKey(context.owners, ownerOf(event)) })),
     spawnOwner: spawnChild('owner', {
-      id: ({ event }) => ownerActorId(ownerOf(event)),
+      id: ({ context, event }) => ownerChildId(context.owners, ownerOf(event)),
       input: ({ context, event }) => ({ ownerKey: ownerOf(event), limit: context.limit }),
     }),
     forward: sendTo(
-      ({ event }) => ownerActorId(ownerOf(event)),
+      ({ context, event }) => ownerChildId(context.owners, ownerOf(event)),
       ({ event }) => event as JobOwnerEvent,
     ),
     passUp: sendParent((_, params: JobEndedEvent) => params),
     // An owner's actor reached its final state: stop and forget it, in one step.
     stopOwner: stopChild(({ event }) => (event as { readonly actorId: string }).actorId),
-    removeOwner: assign(({ context, event }) => {
-      const ownerKey = (event as { readonly actorId: string }).actorId.slice(OWNER_ACTOR.length);
-      return { owners: context.owners.filter((key) => key !== ownerKey) };
-    }),
+    removeOwner: assign(({ context, event }) => ({
+      owners: withoutSlot(
+        context.owners,
+        slotOfChild(OWNER_SLOT, (event as { readonly actorId: string }).actorId),
+      ),
+    })),
   },
 }).createMachine({
   id: 'jobShard',

@@ -3,10 +3,13 @@ export interface InspectedRef {
   readonly id?: string;
   readonly systemId?: string;
   /**
-   * The options it was created with: `systemId` is known here before `systemId` is set, and a
-   * job actor's input names its job.
+   * The options it was created with: `systemId` is known here before `systemId` is set, and
+   * the input of a job's actor names its job, of an owner's actor its owner.
    */
-  readonly options?: { readonly systemId?: string; readonly input?: { readonly jobId?: unknown } };
+  readonly options?: {
+    readonly systemId?: string;
+    readonly input?: { readonly jobId?: unknown; readonly ownerKey?: unknown };
+  };
   readonly _parent?: InspectedRef;
   getSnapshot(): unknown;
 }
@@ -32,9 +35,9 @@ export function stableActorId(ref: InspectedRef): string {
   return id;
 }
 
-// From what the registries give their children (a job's input names its job, its id is only
-// its slot's; an agent's id is its publication `agent:<sessionId>:<n>`, a router's
-// `router:<sessionId>:<n>`): known at creation.
+// From what the registries give their children (the input of a job's or an owner's actor names
+// its job or owner, its id is only its slot's, machines/child-slots.ts; an agent's id is its
+// publication `agent:<sessionId>:<n>`, a router's `router:<sessionId>:<n>`): known at creation.
 function deriveId(ref: InspectedRef): string {
   const machine = machineIdOf(ref);
   const id = String(ref.id);
@@ -45,7 +48,8 @@ function deriveId(ref: InspectedRef): string {
   const systemId = ref.systemId ?? ref.options?.systemId;
   if (systemId !== undefined) return systemId;
   const parent = ref._parent;
-  return parent === undefined ? id : `${stableActorId(parent)}/${id}`;
+  const name = machine === 'jobOwner' ? `owner:${String(ref.options?.input?.ownerKey)}` : id;
+  return parent === undefined ? name : `${stableActorId(parent)}/${name}`;
 }
 
 // `<sessionId>:<n>` → `<sessionId>`.

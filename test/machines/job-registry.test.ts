@@ -51,10 +51,11 @@ function registry(limit: number) {
     finishers.get(jobId)!(exit);
     await new Promise((resolve) => setImmediate(resolve));
   };
-  // Every owner's actor, across the shards: `owner:<key>` ids.
+  // Every owner's actor, across the shards, named by its owner (`owner:<key>`; its child id is its slot's).
   const owners = () =>
     Object.values(root.getSnapshot().children)
-      .flatMap((shard) => Object.keys(shard!.getSnapshot().children))
+      .flatMap((shard) => Object.values(shard!.getSnapshot().children))
+      .map((owner) => `owner:${owner!.getSnapshot().context.ownerKey}`)
       .sort();
   return { root, finishers, ended, seenAtEnd, register, jobActor, counts, owners, finish };
 }
