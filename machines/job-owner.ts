@@ -10,17 +10,32 @@ import {
 import { type ChildSlots, slotId, slotOfChild, withKey, withoutSlot } from './child-slots.js';
 import { type JobMachineInput, jobMachine } from './job.js';
 
-/** What an owner's actor counts: slots (reserved or held by a live job) and live jobs. */
+/** What an owner's actor counts: slots (reserved or held by a live job), and its live jobs. */
 export interface JobOwnerContext {
   readonly ownerKey: string;
   /** The per-owner cap (SPEC J4). */
   readonly limit: number;
   /** Reserved for a start in progress, or held by a live job. */
   readonly slots: number;
-  /** Live job actors (this actor's children); never more than `slots`. */
-  readonly live: number;
-  /** The job of each child slot (machines/child-slots.ts: a job actor's id is its slot's). */
+  /**
+   * The job of each child slot (machines/child-slots.ts: a job actor's id is its slot's); its
+   * live jobs ({@link liveJobs}) are never more than `slots`.
+   */
   readonly running: ChildSlots;
+}
+
+/**
+ * How many live job actors (children) an owner's actor has: its filled child slots.
+ *
+ * @example
+ * ```ts
+ * liveJobs(owner.getSnapshot().context); // 1 while one job runs
+ * ```
+ */
+export function liveJobs(context: JobOwnerContext): number {
+  let live = 0;
+  for (const jobId of context.running) if (jobId !== null) live++;
+  return live;
 }
 
 /** What the owner's shard forwards to an owner's actor, and what its job actors tell it. */
@@ -128,7 +143,7 @@ export const jobOwnerMachine = setup({
   actors: { job: jobMachine },
   guards: {
     canStart: ({ context }) => context.slots < context.limit,
-    hasReservation: ({ context }) => context.slots > context.live,
+    hasReservation: ({ context }) => context.slots > liveJobs(context),
     holdsNothing: ({ context }) => context.slots === 0,
   },
   actions: {
@@ -140,14 +155,12 @@ export const jobOwnerMachine = setup({
       input: ({ event }) => registeredJob(event),
     }),
     countJob: assign(({ context, event }) => ({
-      live: context.live + 1,
       running: withKey(context.running, registeredJob(event).jobId),
     })),
     // A job actor ended: forget the child, tell the registry and free its slot, in one step.
     forgetJob: stopChild(({ event }) => (event as { readonly actorId: string }).actorId),
     uncountJob: assign(({ context, event }) => ({
       slots: context.slots - 1,
-      live: context.live - 1,
       running: withoutSlot(context.running, slotOf(event)),
     })),
     reportEnd: sendParent(
@@ -159,7 +172,7 @@ export const jobOwnerMachine = setup({
   },
 }).createMachine({
   id: 'jobOwner',
-  context: ({ input }) => ({ ownerKey: input.ownerKey, limit: input.limit, slots: 0, live: 0, running: [] }),
+  context: ({ input }) => ({ ownerKey: input.ownerKey, limit: input.limit, slots: 0, running: [] }),
   initial: 'active',
   states: {
     active: {

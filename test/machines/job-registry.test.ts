@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createActor, fromPromise } from 'xstate';
 import { type JobExit, jobMachine } from '../../machines/job.js';
-import { jobChildOf, jobOwnerMachine } from '../../machines/job-owner.js';
+import { jobChildOf, jobOwnerMachine, liveJobs } from '../../machines/job-owner.js';
 import { canReserve, JOB_SHARDS, jobRegistryMachine, ownerActorOf } from '../../machines/job-registry.js';
 import { jobShardMachine } from '../../machines/job-shard.js';
 
@@ -44,8 +44,8 @@ function registry(limit: number) {
   function counts(ownerKey: string) {
     const owner = ownerActorOf(root.getSnapshot(), ownerKey);
     if (owner === undefined) return undefined;
-    const { slots, live } = owner.getSnapshot().context;
-    return { slots, live };
+    const { context } = owner.getSnapshot();
+    return { slots: context.slots, live: liveJobs(context) };
   }
   const finish = async (jobId: string, exit: JobExit = { exitCode: 0, signal: null }) => {
     finishers.get(jobId)!(exit);

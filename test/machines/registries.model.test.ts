@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type EventFromLogic, type SnapshotFrom, transition } from 'xstate';
 import { agentRegistryMachine } from '../../machines/agent-registry.js';
-import { jobOwnerMachine, jobSlotId } from '../../machines/job-owner.js';
+import { jobOwnerMachine, jobSlotId, liveJobs } from '../../machines/job-owner.js';
 import { JOB_SHARDS, jobRegistryMachine, shardActorId } from '../../machines/job-registry.js';
 import { jobShardMachine, ownerChildId, ownerKeyOf } from '../../machines/job-shard.js';
 import { actorDone, actorFailed } from '../support/actor-events.js';
@@ -25,7 +25,7 @@ const OWNERS = ['o1', 'o2'] as const;
 // The live jobs (by their slots' ledger) and the child ids of their actors (their slots').
 const jobIds = (s: OwnerSnapshot) => s.context.running.filter((id): id is string => id !== null).sort();
 const childIds = (s: OwnerSnapshot) => Object.keys(s.children).sort();
-const reservedOf = (s: OwnerSnapshot) => s.context.slots - s.context.live;
+const reservedOf = (s: OwnerSnapshot) => s.context.slots - liveJobs(s.context);
 function ownerEvents(s: OwnerSnapshot): OwnerEvent[] {
   const free = ['j1', 'j2', 'j3'].find((id) => !s.context.running.includes(id))!;
   return [
@@ -40,11 +40,12 @@ function ownerEvents(s: OwnerSnapshot): OwnerEvent[] {
   ];
 }
 const ownerKey = (s: OwnerSnapshot) =>
-  JSON.stringify([s.value, s.status, s.context.slots, s.context.live, s.context.running, childIds(s)]);
+  JSON.stringify([s.value, s.status, s.context.slots, s.context.running, childIds(s)]);
 
 function checkOwnerStep({ event, prev, next }: ModelStep<typeof lonelyOwner>, actions: Action[]): void {
   const at = `${ownerKey(prev)} --${event.type}--> ${ownerKey(next)}`;
-  const { slots, live } = next.context;
+  const { slots } = next.context;
+  const live = liveJobs(next.context);
   expect(slots, at).toBeLessThanOrEqual(LIMIT); // J4
   expect(live, at).toBeLessThanOrEqual(slots);
   expect(live, at).toBe(childIds(next).length); // the count is its children
@@ -58,7 +59,7 @@ function checkOwnerStep({ event, prev, next }: ModelStep<typeof lonelyOwner>, ac
   expect(next.context.running.length, at).toBeLessThanOrEqual(LIMIT);
   expect(prev.can({ type: 'RESERVE', ownerKey: 'o1' }), at).toBe(prev.context.slots < LIMIT); // J4: the preflight is the guard
   const types = actions.map((a) => a.type);
-  const delta = [slots - prev.context.slots, live - prev.context.live];
+  const delta = [slots - prev.context.slots, live - liveJobs(prev.context)];
   if (event.type === 'RESERVE') expect(delta, at).toEqual([prev.context.slots < LIMIT ? 1 : 0, 0]);
   if (event.type === 'RELEASE') expect(delta, at).toEqual([reservedOf(prev) > 0 ? -1 : 0, 0]);
   if (event.type === 'REGISTER') {
@@ -102,7 +103,7 @@ describe('machines/job-owner, traversed', () => {
     }
     // A full owner, a refused reservation and a forgotten owner are reached.
     const reached = [...x.states.values()].map((s) => s.snapshot);
-    expect(reached.some((s) => s.context.slots === LIMIT && s.context.live === LIMIT)).toBe(true);
+    expect(reached.some((s) => s.context.slots === LIMIT && liveJobs(s.context) === LIMIT)).toBe(true);
     expect(reached.some((s) => s.status === 'done')).toBe(true);
   });
 
