@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRuntime, type OwnerLease, type Runtime, TetherError } from '../../src/index.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
-import { listTaggedProcesses } from '../../src/subprocess/proc.js';
+import { listTaggedProcesses, readProcStat } from '../../src/subprocess/proc.js';
 
 let rt: Runtime;
 let lease: OwnerLease;
@@ -84,8 +84,11 @@ describe('rt.shell.background', () => {
 
   it('J4: the 9th running background command fails with JOB_LIMIT and spawns nothing', async () => {
     for (let i = 0; i < 8; i++) await rt.shell.background(lease.token, { command: 'sleep 1000' });
-    // A child that is still exec'ing shows no marker yet: count once all eight show theirs.
-    for (let i = 0; i < 200 && listTaggedProcesses(treeIdPrefix()).length < 8; i++) {
+    // A child that is still exec'ing shows no marker (or, mid-exec, none readable): count once
+    // all eight are `sleep` itself and show theirs.
+    const sleeping = () =>
+      listTaggedProcesses(treeIdPrefix()).filter((pid) => readProcStat(pid)?.comm === 'sleep').length;
+    for (let i = 0; i < 200 && sleeping() < 8; i++) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const before = listTaggedProcesses(treeIdPrefix()).length;
