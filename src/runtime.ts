@@ -254,10 +254,11 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
   // P1: local children start from the small spawner process, not by forking this one.
   // K3: its FIFO directory is below the state dir, where recovery finds what a crash left.
   // Issue 30.6: its children run `nice` levels below this process, all in one CPU group.
-  const { cpuGroup } = boundary;
-  const spawner = given ? null : startSpawner(undefined, boundary.spawnerDir, opts.nice, cpuGroup?.procs);
+  const spawner = given
+    ? null
+    : startSpawner(undefined, boundary.spawnerDir, opts.nice, boundary.cpuGroup?.procs);
   let current: SubprocessProvider =
-    given ?? createLocalProvider({ env: opts.env, containment: boundary.containment, spawner, cpuGroup });
+    given ?? createLocalProvider({ env: opts.env, containment: boundary.containment, spawner });
   const providers = new Set([current]);
   // X4: a provider per owner; sandboxed and isolated owners get an enclave of their own (A3, K5).
   const placement = createPlacement({

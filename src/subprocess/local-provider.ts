@@ -4,7 +4,6 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import { findExecutable } from '../../workers/pty-path.js';
 import { TetherError } from '../errors.js';
 import type { Containment, TreeBoundary } from './containment/containment-types.js';
-import type { CpuGroup } from './containment/cpu-group.js';
 import { createMarkerContainment } from './containment/marker-containment.js';
 import { type EnvPolicy, sanitizeEnv } from './env.js';
 import { readIdentity } from './identity.js';
@@ -41,11 +40,6 @@ export interface LocalProviderOptions {
    * once it is gone, children go through `child_process` again.
    */
   readonly spawner?: Spawner | null;
-  /**
-   * The CPU group every tree joins (issue 30.6, cpu-group.ts): the spawner's children join it
-   * themselves; terminals and `child_process` children are moved in once started. Default: none.
-   */
-  readonly cpuGroup?: CpuGroup | null;
 }
 
 /** The local provider: also says whether its PTY worker runs (`workers`) and stops it (`dispose`). */
@@ -141,7 +135,6 @@ async function spawnLocal(
       stdio: [spec.stdio.stdin, spec.stdio.stdout, spec.stdio.stderr],
     });
     await started(child, file, spec.cwd);
-    options.cpuGroup?.join(child.pid!);
     return trackChild(nodeChild(child), tree, spec);
   } catch (err) {
     await tree.release();
@@ -312,8 +305,6 @@ async function spawnLocalTerminal(
   const env = sanitizeEnv(process.env, options.env, spec.env);
   const boundary = containment.openTree(argv, env, { pty: true });
   const session = await host.open({ argv, cwd, cols, rows, cleanupGraceMs, env, boundary });
-  // Before any command is written to it: what the shell runs then starts in the group too.
-  options.cpuGroup?.join(session.identity.pid);
   if (spec.signal?.aborted) {
     // S1: aborted while the PTY was being opened: nothing of it outlives the call.
     await session.kill();

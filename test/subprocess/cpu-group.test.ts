@@ -1,9 +1,12 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, type RuntimeOptions } from '../../src/index.js';
 import { ownCgroupDir } from '../../src/subprocess/containment/cgroup-fs.js';
+import { enterCpuGroup, openCpuGroup } from '../../src/subprocess/containment/cpu-group.js';
+import { createMarkerContainment } from '../../src/subprocess/containment/marker-containment.js';
 import { signalIdentity } from '../../src/subprocess/identity.js';
 import { spawnerBinary } from '../../src/subprocess/spawner/spawner.js';
 import { startCrashChild } from '../containment/crash-child.js';
@@ -33,6 +36,8 @@ const groups = () => (cpu.ok ? readdirSync(cpu.self).filter((n) => /^tether-\d+-
 const ofThisProcess = () => groups().filter((n) => n.startsWith(`tether-${process.pid}-`));
 // The `cpu` line of a /proc/<pid>/cgroup a tree printed: its group's name, or '/'.
 const CPU_LINE = 'grep -E "^[0-9]+:([^:]*,)?cpu(,[^:]*)?:" /proc/$$/cgroup';
+// The same, read with builtins only (no fork first): the first thing a shell does.
+const FIRST_READ = 'while read -r l; do echo "$l"; done </proc/$$/cgroup';
 const groupIn = (output: string) =>
   /^\d+:(?:[^:\n]*,)?cpu(?:,[^:\n]*)?:(\S*)/m.exec(output)?.[1]?.split('/').pop() || '/';
 
@@ -65,9 +70,48 @@ describe.runIf(canGroup)('trees share one CPU group (issue 30.6, S1)', () => {
     expect(spawner).not.toBeNull();
     signalIdentity(spawner!, 'SIGKILL');
     await waitFor(() => (spawnerOf(process.pid) === null ? true : null), 'the spawner to die');
-    const r = await rt.shell.run({ command: `${CPU_LINE}; echo ppid=$PPID`, timeoutMs: 10_000 });
+    // Builtins only, so the group is read before anything else could have moved the shell in.
+    const r = await rt.shell.run({ command: `${FIRST_READ}; echo ppid=$PPID`, timeoutMs: 10_000 });
     expect(r.output).toContain(`ppid=${process.pid}`); // started by child_process, not the spawner
     expect(groupIn(r.output)).toBe(mine);
+  });
+
+  it('issue 30.6: a terminal shell is in the group from its first instruction (its startup reads its own group)', async () => {
+    const rt = await open();
+    const [mine] = ofThisProcess();
+    const dir = mkdtempSync(join(tmpdir(), 'tether-cpu-group-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    // The "shell" notes its group before anything else, then becomes an interactive shell: a
+    // leader moved in only after it started reads the runtime's own group here.
+    const shell = join(dir, 'shell.sh');
+    writeFileSync(shell, `#!/bin/sh\n${FIRST_READ} >'${dir}/first'\nexec /bin/sh\n`, { mode: 0o755 });
+    const lease = rt.owners.host();
+    await rt.terminals.open(lease.token, { shell });
+    const first = await waitFor(() => {
+      try {
+        return readFileSync(join(dir, 'first'), 'utf8') || null;
+      } catch {
+        return null;
+      }
+    }, 'the shell to note its group');
+    expect(groupIn(first)).toBe(mine);
+  });
+
+  it('issue 30.6: a tree the spawner does not start enters the group itself, before its program runs (nobody moves it in)', () => {
+    const group = openCpuGroup(`${process.pid}-0-entry`, 10);
+    expect(group).not.toBeNull();
+    cleanups.push(() => group!.close());
+    const weighed = enterCpuGroup(createMarkerContainment(), group);
+    // Started by a plain spawnSync: only the tree's own argv can have put it in the group.
+    for (const pty of [false, true]) {
+      const tree = weighed.openTree(['/bin/sh', '-c', FIRST_READ], { PATH: '/usr/bin:/bin' }, { pty });
+      const [file, ...args] = tree.argv;
+      const out = spawnSync(file, args, { env: tree.env, encoding: 'utf8' });
+      expect(groupIn(out.stdout)).toBe(`tether-${process.pid}-0-entry`);
+      expect(tree.program).toBe('/bin/sh'); // still checked before the spawn
+    }
+    // The spawner's children enter at clone: their argv is the program's own.
+    expect(weighed.openTree(['/bin/true'], {}, { entersAtClone: true }).argv).toEqual(['/bin/true']);
   });
 
   it('issue 30.6: nice 0 makes no group; the trees stay in the runtime’s own', async () => {

@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isSameLiveProcess } from '../identity.js';
 import { ownCgroupDir } from './cgroup-fs.js';
+import type { Containment } from './containment-types.js';
 
 /**
  * One CPU weight for all of a runtime's trees together (issue 30.6). A `nice` per tree is not
@@ -15,8 +16,6 @@ import { ownCgroupDir } from './cgroup-fs.js';
 export interface CpuGroup {
   /** The group's `cgroup.procs`: a process writing `0` there joins it (the spawner's children). */
   readonly procs: string;
-  /** Moves `pid` (a leader the spawner did not start: terminals, the fallback) into it; best effort. */
-  join(pid: number): void;
   /** Removes the group once every tree ended (an empty cgroup: rmdir). */
   close(): void;
 }
@@ -57,16 +56,56 @@ export function openCpuGroup(runtimeId: string, nice: number): CpuGroup | null {
   const procs = join(dir, 'cgroup.procs');
   return {
     procs,
-    join(pid) {
-      try {
-        writeFileSync(procs, String(pid));
-      } catch {} // it exited already, or the group went: a scheduling hint, never a failure
-    },
     close() {
       try {
         rmdirSync(dir);
       } catch {} // a tree outlived its kill (reported there); the next runtime's sweep removes it
     },
+  };
+}
+
+/**
+ * `sh -c SCRIPT <cgroup.procs> <program> <args…>`: the leader writes its own pid into the CPU
+ * group, then execs the program (same pid), so nothing it runs or forks starts outside. Best
+ * effort, unlike the containment entry (cgroup-entry.ts): the group is a scheduling weight, not
+ * a boundary, so a failed write runs the program anyway.
+ */
+const CPU_ENTRY_SCRIPT = `{ echo $$ >"$0"; } 2>/dev/null; exec "$@"`;
+
+/**
+ * The containment whose trees all start in `group`: those the spawner starts enter it between
+ * clone and exec (`entersAtClone`, its `procs`); every other leader (terminals, `child_process`
+ * after the spawner died) is started through the CPU entry, which joins it before the program
+ * runs. Moving a leader in after it started would let its first children escape the weight.
+ *
+ * @example
+ * ```ts
+ * const weighed = enterCpuGroup(containment, openCpuGroup(runtimeId, 10));
+ * weighed.openTree(['/bin/bash', '-c', 'make'], env).argv; // ['/bin/sh', '-c', …, procs, '/bin/bash', '-c', 'make']
+ * ```
+ */
+export function enterCpuGroup(containment: Containment, group: CpuGroup | null): Containment {
+  if (group === null) return containment;
+  return {
+    mode: containment.mode,
+    cgroup: containment.cgroup,
+    get trees() {
+      return containment.trees;
+    },
+    openTree(argv, env, opts = {}) {
+      const tree = containment.openTree(argv, env, opts);
+      if (opts.entersAtClone === true && !opts.pty) return tree;
+      return {
+        treeId: tree.treeId,
+        argv: ['/bin/sh', '-c', CPU_ENTRY_SCRIPT, group.procs, ...tree.argv],
+        env: tree.env,
+        program: tree.program ?? tree.argv[0],
+        cgroup: tree.cgroup,
+        kill: (leader, killOpts) => tree.kill(leader, killOpts),
+        release: () => tree.release(),
+      };
+    },
+    dispose: () => containment.dispose(),
   };
 }
 

@@ -4,7 +4,7 @@ import { readIdentity } from '../identity.js';
 import { processTreePrefix } from '../marker.js';
 import { type ContainmentRequest, createContainment } from './containment.js';
 import type { Containment } from './containment-types.js';
-import { type CpuGroup, openCpuGroup } from './cpu-group.js';
+import { type CpuGroup, enterCpuGroup, openCpuGroup } from './cpu-group.js';
 import { processScope, removeRuntimeRecord, spawnerFifoDir, writeRuntimeRecord } from './ledger.js';
 import { openPodPlaces, type PodPlaces } from './pod-places.js';
 import { type RecoveredRuntime, reapDeadRuntimes } from './reaper.js';
@@ -13,6 +13,7 @@ import { openStateDir, unusable } from './state-dir.js';
 /** Everything a runtime's containment consists of, made in `createRuntime` (K1, K3). */
 export interface RuntimeBoundary {
   readonly runtimeId: string;
+  /** Every tree's boundary; its trees also start in `cpuGroup` when there is one. */
   readonly containment: Containment;
   /** The runtime's own spill directory (below the spill root), or `null` when it never spills. */
   readonly spillDir: string | null;
@@ -100,7 +101,7 @@ export async function openRuntimeBoundary(opts: RuntimeBoundaryOptions): Promise
   const podPlaces = openPodPlaces(opts.stateDir, runtimeId);
   return {
     runtimeId,
-    containment,
+    containment: enterCpuGroup(containment, cpuGroup),
     spillDir,
     spawnerDir: spawnerFifoDir(opts.stateDir, runtimeId),
     recovered,
