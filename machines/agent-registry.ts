@@ -1,11 +1,17 @@
-import { type ActorRefFrom, assign, setup, stopChild } from 'xstate';
+import { type ActorRefFrom, assign, type SnapshotFrom, setup, stopChild } from 'xstate';
 import { type AgentMachineInput, agentMachine } from './agent.js';
+import { type ChildSlots, slotId, slotOfChild, withKey, withoutSlot } from './child-slots.js';
 import { completionRouterMachine, type RouterMachineInput } from './completion-router.js';
 
-/** The live publications: each agent actor and its router, keyed by system id. */
+/**
+ * The live publications and routers, by child slot (machines/child-slots.ts): slot `n` of
+ * `agents` holds the publication whose actor is child `agent#<n>`, of `routers` the router id
+ * of child `router#<n>`. A child id per publication would leave XState one memoized transition
+ * list per agent ever published, for the life of the process.
+ */
 export interface AgentRegistryContext {
-  readonly agents: Readonly<Record<string, ActorRefFrom<typeof agentMachine>>>;
-  readonly routers: Readonly<Record<string, ActorRefFrom<typeof completionRouterMachine>>>;
+  readonly agents: ChildSlots;
+  readonly routers: ChildSlots;
 }
 
 export type AgentRegistryEvent =
@@ -28,16 +34,74 @@ function published(event: AgentRegistryEvent): { agent?: AgentMachineInput; rout
   return event;
 }
 
-// A record without `key`.
-function without<T>(record: Readonly<Record<string, T>>, key: string): Record<string, T> {
-  const { [key]: _gone, ...rest } = record;
-  return rest;
+const AGENT_SLOT = 'agent#';
+const ROUTER_SLOT = 'router#';
+
+type AgentRegistrySnapshot = SnapshotFrom<typeof agentRegistryMachine>;
+
+/**
+ * The actor of publication `publication`, or undefined when it is not live.
+ *
+ * @example
+ * ```ts
+ * agentChildOf(root.getSnapshot(), 'agent:s1:1')?.getSnapshot().value; // 'idle'
+ * ```
+ */
+export function agentChildOf(
+  registry: AgentRegistrySnapshot,
+  publication: string,
+): ActorRefFrom<typeof agentMachine> | undefined {
+  const slot = registry.context.agents.indexOf(publication);
+  // An `agent#` child is always an agent actor (children are typed as the union of both).
+  return slot < 0
+    ? undefined
+    : (registry.children[slotId(AGENT_SLOT, slot)] as ActorRefFrom<typeof agentMachine> | undefined);
+}
+
+/**
+ * The router `routerId`, or undefined when it is not live.
+ *
+ * @example
+ * ```ts
+ * routerChildOf(root.getSnapshot(), 'router:s1:1')?.send({ type: 'DETACH' });
+ * ```
+ */
+export function routerChildOf(
+  registry: AgentRegistrySnapshot,
+  routerId: string,
+): ActorRefFrom<typeof completionRouterMachine> | undefined {
+  const slot = registry.context.routers.indexOf(routerId);
+  return slot < 0
+    ? undefined
+    : (registry.children[slotId(ROUTER_SLOT, slot)] as
+        | ActorRefFrom<typeof completionRouterMachine>
+        | undefined);
+}
+
+/**
+ * Every live router.
+ *
+ * @example
+ * ```ts
+ * liveRouters(root.getSnapshot()).length; // 2
+ * ```
+ */
+export function liveRouters(registry: AgentRegistrySnapshot): ActorRefFrom<typeof completionRouterMachine>[] {
+  return registry.context.routers.flatMap((id) => (id === null ? [] : [routerChildOf(registry, id)!]));
+}
+
+// The context without the child `actorId` (`agent#2` or `router#0`) in its slots.
+function without(context: AgentRegistryContext, actorId: string): AgentRegistryContext {
+  return actorId.startsWith(AGENT_SLOT)
+    ? { ...context, agents: withoutSlot(context.agents, slotOfChild(AGENT_SLOT, actorId)) }
+    : { ...context, routers: withoutSlot(context.routers, slotOfChild(ROUTER_SLOT, actorId)) };
 }
 
 /**
  * The root actor of the agent system (system id `tether.agents`): every agent publication
- * and its completion router are children with readable system ids (`agent:<sessionId>:<n>`,
- * `router:<sessionId>:<n>`), so the inspector shows the whole tree. `ATTACH` gives a live
+ * and its completion router are children (ids by slot, `agent#<n>` / `router#<n>`) with
+ * readable system ids (`agent:<sessionId>:<n>`, `router:<sessionId>:<n>`), so the inspector
+ * shows the whole tree. `ATTACH` gives a live
  * publication a new router after a hot reload detached the old one (S5). A child that reached
  * its final state is stopped and forgotten in the same step.
  *
@@ -47,7 +111,7 @@ function without<T>(record: Readonly<Record<string, T>>, key: string): Record<st
  *   systemId: 'tether.agents',
  * }).start();
  * root.send({ type: 'PUBLISH', agent: agentInput, router: routerInput });
- * root.getSnapshot().context.agents['agent:s1:1']; // the agent actor
+ * agentChildOf(root.getSnapshot(), 'agent:s1:1'); // the agent actor
  * ```
  */
 export const agentRegistryMachine = setup({
@@ -60,32 +124,24 @@ export const agentRegistryMachine = setup({
     // The agent first: the router delivers to it and starts listening as soon as it exists.
     publish: assign(({ context, event, spawn }) => {
       const { agent, router } = published(event);
-      return {
-        agents:
-          agent === undefined
-            ? context.agents
-            : {
-                ...context.agents,
-                [agent.publication]: spawn('agent', {
-                  id: agent.publication,
-                  systemId: agent.publication,
-                  input: agent,
-                }),
-              },
-        routers: {
-          ...context.routers,
-          [router.id]: spawn('router', { id: router.id, systemId: router.id, input: router }),
-        },
-      };
+      const agents = agent === undefined ? context.agents : withKey(context.agents, agent.publication);
+      if (agent !== undefined) {
+        const id = slotId(AGENT_SLOT, agents.indexOf(agent.publication));
+        spawn('agent', { id, systemId: agent.publication, input: agent });
+      }
+      const routers = withKey(context.routers, router.id);
+      spawn('router', {
+        id: slotId(ROUTER_SLOT, routers.indexOf(router.id)),
+        systemId: router.id,
+        input: router,
+      });
+      return { agents, routers };
     }),
-    forget: assign(({ context }, params: { readonly actorId: string }) => ({
-      agents: without(context.agents, params.actorId),
-      routers: without(context.routers, params.actorId),
-    })),
+    forget: assign(({ context }, params: { readonly actorId: string }) => without(context, params.actorId)),
   },
 }).createMachine({
   id: 'agents',
-  context: { agents: {}, routers: {} },
+  context: { agents: [], routers: [] },
   initial: 'open',
   states: {
     open: { on: { PUBLISH: { actions: 'publish' }, ATTACH: { actions: 'publish' }, CLOSE: 'closed' } },

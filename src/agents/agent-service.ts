@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { toPromise } from 'xstate';
+import { agentChildOf, liveRouters, routerChildOf } from '../../machines/agent-registry.js';
 import { assertArgument, TetherError } from '../errors.js';
 import type { OwnerTools } from '../tools/tool-types.js';
 import { resolveAgentOptions, resolveServiceOptions } from './agent-args.js';
@@ -133,7 +134,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
 
   // The router the registry spawned for `id` in the step just sent; none if that step was refused.
   const spawnedRouter = (record: AgentRecord, id: string): boolean => {
-    const router = system.getSnapshot().context.routers[id];
+    const router = routerChildOf(system.getSnapshot(), id);
     if (router === undefined) return false;
     for (const old of record.routers) if (old.getSnapshot().status !== 'active') record.routers.delete(old);
     record.router = router;
@@ -199,7 +200,7 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
         agent: { publication: record.publication, sessionId, wake, maxWakes },
         router: routerInput(routerId, record),
       });
-      const actor = system.getSnapshot().context.agents[record.publication];
+      const actor = agentChildOf(system.getSnapshot(), record.publication);
       if (actor === undefined || !spawnedRouter(record, routerId)) {
         records.delete(record.publication);
         record.lease.retire();
@@ -210,14 +211,14 @@ export function createAgentService(options: AgentServiceOptions): AgentService {
     },
 
     stats() {
-      const { context, children } = system.getSnapshot();
+      const snapshot = system.getSnapshot();
       return {
         agents: records.size,
-        actors: Object.keys(children).length,
+        actors: Object.keys(snapshot.children).length,
         turns: inFlight('turn'),
         abandonedTurns: inFlight('turn', lingering),
         listeners: counts.listeners,
-        queued: Object.values(context.routers).reduce((n, router) => {
+        queued: liveRouters(snapshot).reduce((n, router) => {
           const snapshot = router.getSnapshot();
           return n + (snapshot.status === 'active' ? snapshot.context.pending.length : 0);
         }, 0),

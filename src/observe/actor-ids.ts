@@ -35,26 +35,27 @@ export function stableActorId(ref: InspectedRef): string {
   return id;
 }
 
-// From what the registries give their children (the input of a job's or an owner's actor names
-// its job or owner, its id is only its slot's, machines/child-slots.ts; an agent's id is its
-// publication `agent:<sessionId>:<n>`, a router's `router:<sessionId>:<n>`): known at creation.
+// From what the registries give their children, known at creation (a child's id is only its
+// slot's, machines/child-slots.ts): the input of a job's or an owner's actor names its job or
+// owner; an agent's system id is its publication `agent:<sessionId>:<n>`, a router's
+// `router:<sessionId>:<n>`.
 function deriveId(ref: InspectedRef): string {
   const machine = machineIdOf(ref);
   const id = String(ref.id);
-  if (machine === 'job') return `job:${String(ref.options?.input?.jobId ?? id)}`;
-  if (machine === 'agent') return `agent:${sessionOf(id.replace(/^agent:/, ''))}`;
-  if (machine === 'router') return `router:${sessionOf(id.replace(/^router:/, ''))}`;
   // XState announces an actor (`@xstate.actor`) before it sets `systemId` from its options.
   const systemId = ref.systemId ?? ref.options?.systemId;
+  if (machine === 'job') return `job:${String(ref.options?.input?.jobId ?? id)}`;
+  if (machine === 'agent') return `agent:${sessionOf((systemId ?? id).replace(/^agent:/, ''))}`;
+  if (machine === 'router') return `router:${sessionOf((systemId ?? id).replace(/^router:/, ''))}`;
   if (systemId !== undefined) return systemId;
   const parent = ref._parent;
   const name = machine === 'jobOwner' ? `owner:${String(ref.options?.input?.ownerKey)}` : id;
   return parent === undefined ? name : `${stableActorId(parent)}/${name}`;
 }
 
-// `<sessionId>:<n>` → `<sessionId>`.
+// `<sessionId>:<n>` (or a reload's router `<sessionId>:<n>.<generation>`) → `<sessionId>`.
 function sessionOf(publication: string): string {
-  return publication.replace(/:\d+$/, '');
+  return publication.replace(/:\d+(?:\.\d+)?$/, '');
 }
 
 /**

@@ -181,6 +181,28 @@ describe('agents: teardown (D1–D3)', () => {
       .map((e) => (e as { event: { type: string } }).event.type);
     expect(routerEvents).toEqual(expect.arrayContaining(['COMPLETED', 'xstate.done.actor.deliver', 'CLOSE']));
   });
+
+  it('D3: the agent system sees one child-end event type per slot, not one per agent or router ever published (XState keeps what it memoized per event type for the life of the machine; P8)', async () => {
+    const types = new Set<string>();
+    h = agentHarness({
+      inspect: (event) => {
+        if (event.type !== '@xstate.event' || systemIdOf(event) !== 'tether.agents') return;
+        const type = (event as { event: { type: string } }).event.type;
+        if (/^xstate\.(done|error)\.actor\./.test(type)) types.add(type);
+      },
+    });
+    const d = heldDriver({ autoClaim: true, autoEnd: true });
+    // Ten agents one after the other, each with a reload (a second router) before it is disposed.
+    for (let i = 0; i < 10; i++) {
+      const agent = h.agents.create({ sessionId: `retained-${i}`, onTurn: d.onTurn });
+      await h.agents.reload(() => {});
+      await agent.dispose();
+    }
+    expect(h.agents.stats()).toMatchObject({ agents: 0, actors: 0 });
+    // With a child id per publication and per router, these were 30 types (a detached router
+    // with nothing pending ends at once, so the next one reuses its slot).
+    expect([...types].sort()).toEqual(['xstate.done.actor.agent#0', 'xstate.done.actor.router#0']);
+  });
 });
 
 // The system id of the actor an inspection event is about (short-lived invoked actors have none).

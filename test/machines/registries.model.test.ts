@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type EventFromLogic, type SnapshotFrom, transition } from 'xstate';
-import { agentRegistryMachine } from '../../machines/agent-registry.js';
+import { agentChildOf, agentRegistryMachine, routerChildOf } from '../../machines/agent-registry.js';
 import { jobOwnerMachine, jobSlotId, liveJobs } from '../../machines/job-owner.js';
 import { JOB_SHARDS, jobRegistryMachine, shardActorId } from '../../machines/job-registry.js';
 import { jobShardMachine, ownerChildId, ownerKeyOf } from '../../machines/job-shard.js';
@@ -238,53 +238,60 @@ const agentInput = (publication: string) => ({
   maxWakes: 3,
 });
 const routerIds = (pub: string) => [`router:${pub.split(':')[1]}:1`, `router:${pub.split(':')[1]}:1.1`];
+// The publications and router ids the registry holds (its slots, without the free ones).
+const held = (slots: readonly (string | null)[]) => slots.filter((key) => key !== null);
 function agentEvents(s: AgentsSnapshot): AgentsEvent[] {
   const out: AgentsEvent[] = [{ type: 'CLOSE' }];
   for (const pub of PUBS) {
     const [first, second] = routerIds(pub);
-    const live = pub in s.context.agents;
-    if (!live && !(first! in s.context.routers))
+    const live = s.context.agents.includes(pub);
+    if (!live && !s.context.routers.includes(first!))
       out.push({
         type: 'PUBLISH',
         agent: agentInput(pub),
         router: { id: first!, publication: pub, windowMs: 50 },
       });
-    if (live && !(second! in s.context.routers))
+    if (live && !s.context.routers.includes(second!))
       out.push({ type: 'ATTACH', router: { id: second!, publication: pub, windowMs: 50 } });
   }
-  for (const id of [...Object.keys(s.context.agents), ...Object.keys(s.context.routers)])
+  for (const id of Object.keys(s.children))
     out.push(actorDone<AgentsEvent>(id), actorFailed<AgentsEvent>(id, new Error('escaped')));
   return out;
 }
 const agentsKey = (s: AgentsSnapshot) =>
-  JSON.stringify([
-    s.value,
-    Object.keys(s.context.agents).sort(),
-    Object.keys(s.context.routers).sort(),
-    Object.keys(s.children).sort(),
-  ]);
+  JSON.stringify([s.value, s.context.agents, s.context.routers, Object.keys(s.children).sort()]);
+// The child ids the slots name (`agent#0`, `router#1`).
+const slotChildren = (s: AgentsSnapshot) =>
+  [
+    ...s.context.agents.flatMap((key, n) => (key === null ? [] : [`agent#${n}`])),
+    ...s.context.routers.flatMap((key, n) => (key === null ? [] : [`router#${n}`])),
+  ].sort();
 
 describe('machines/agent-registry, traversed', () => {
   const x = explore(agentRegistryMachine, { events: agentEvents, serialize: agentsKey });
 
-  it('W1, S5, D2: every step keeps the context and the children in step; closed spawns nothing', () => {
+  it('W1, S5, D2: every step keeps the slots and the children in step; closed spawns nothing', () => {
     expect(x.states.size).toBeGreaterThan(20);
     for (const { event, prev, next } of x.steps) {
       const at = `${agentsKey(prev)} --${event.type}--> ${agentsKey(next)}`;
-      const ids = [...Object.keys(next.context.agents), ...Object.keys(next.context.routers)].sort();
-      expect(Object.keys(next.children).sort(), at).toEqual(ids);
-      for (const [id, ref] of Object.entries({ ...next.context.agents, ...next.context.routers }))
-        expect(next.children[id], at).toBe(ref); // the context holds the live children themselves
+      expect(Object.keys(next.children).sort(), at).toEqual(slotChildren(next));
+      for (const pub of held(next.context.agents))
+        expect(agentChildOf(next, pub)?.getSnapshot().context.publication, at).toBe(pub);
+      for (const id of held(next.context.routers))
+        expect(routerChildOf(next, id)?.getSnapshot().context.id, at).toBe(id);
+      // Slots are reused: the children never outnumber what was live at once (P8).
+      expect(next.context.agents.length, at).toBeLessThanOrEqual(PUBS.length);
+      expect(next.context.routers.length, at).toBeLessThanOrEqual(PUBS.length * 2);
       if (event.type === 'PUBLISH' && prev.matches('open')) {
         // W1: each publication gets its router in the same step
-        expect(next.context.agents, at).toHaveProperty([event.agent.publication]);
-        expect(next.context.routers, at).toHaveProperty([event.router.id]);
+        expect(next.context.agents, at).toContain(event.agent.publication);
+        expect(next.context.routers, at).toContain(event.router.id);
       }
       if (event.type === 'ATTACH' && prev.matches('open')) {
         // S5: a new router for the live publication; the agent actor is the same one
-        expect(next.context.routers, at).toHaveProperty([event.router.id]);
-        expect(next.context.agents[event.router.publication], at).toBe(
-          prev.context.agents[event.router.publication],
+        expect(next.context.routers, at).toContain(event.router.id);
+        expect(agentChildOf(next, event.router.publication), at).toBe(
+          agentChildOf(prev, event.router.publication),
         );
       }
       if (prev.matches('closed') && (event.type === 'PUBLISH' || event.type === 'ATTACH'))
