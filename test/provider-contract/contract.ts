@@ -22,6 +22,12 @@ export interface ProviderUnderTest {
    * waiting. `false`: every probe must answer `unknown` or `waiting: false`, never a proof.
    */
   readonly provesInput: boolean;
+  /**
+   * Whether a leader may hold fds beyond 0, 1 and 2 that the host process inherited without
+   * close-on-exec: only `child_process` (libuv closes nothing it did not open), which the runtime
+   * uses once its spawner died. Default false.
+   */
+  readonly passesHostFds?: boolean;
   /** Host-side extra check: live pids that carry `treeId`'s marker (e.g. the local /proc). */
   readonly host?: { livePids(treeId: string): readonly number[] };
   /** Releases what the factory made (called after every handle of the test was killed). */
@@ -150,6 +156,30 @@ function contractTests(name: string, factory: ProviderFactory): void {
         .spawn(spec(['tether-no-such-program']))
         .catch((e: unknown) => e);
       expect(codeOf(missingProgram)).toBe('SPAWN_FAILED');
+    });
+
+    it('S1, S4: the leader starts in a session of its own holding only 0, 1 and 2, with no signal blocked and SIGHUP, SIGPIPE, SIGXFSZ at their defaults', async () => {
+      const child = await spawn(spec(['sleep', '30'], { stdin: 'pipe' }));
+      const { pid } = child.identity;
+      // Read from outside: the leader runs no code of ours to look at itself.
+      const look = await spawn(
+        spec([
+          'bash',
+          '-c',
+          'ls /proc/$1/fd | tr "\\n" " "; echo; ps -o sid= -p $1; grep -E "^Sig(Blk|Ign)" /proc/$1/status',
+          'look',
+          String(pid),
+        ]),
+      );
+      const [fds, sid, blocked, ignored] = (await collect(look.stdout)).trim().split('\n');
+      if (put.passesHostFds) expect(fds).toMatch(/^0 1 2 /);
+      else expect(fds).toBe('0 1 2 ');
+      expect(Number(sid)).toBe(pid);
+      expect(blocked).toBe('SigBlk:\t0000000000000000');
+      // Bits of signals 1, 13 and 25 (glibc's posix_spawn may leave its own 32 and 33 ignored;
+      // a glibc program installs its handlers for them itself).
+      const mask = BigInt(`0x${ignored!.split('\t')[1]}`);
+      expect(mask & ((1n << 0n) | (1n << 12n) | (1n << 24n))).toBe(0n);
     });
 
     it('S4: kill proves the tree gone, escapees included (setsid, double fork, nohup)', async () => {

@@ -6,12 +6,15 @@ import { startSpawner } from '../../src/subprocess/spawner/spawner.js';
 import { providerContract } from './contract.js';
 
 // The local provider runs the contract unchanged; the host check is this machine's /proc.
+// Without the spawner its children come from `child_process`, which passes on what this process
+// inherited without close-on-exec (the spawner closes it, tether-spawner.c).
 providerContract('local', () => {
   const provider = createLocalProvider();
   return {
     provider,
     cwd: tmpdir(),
     provesInput: stdinProofSupported(),
+    passesHostFds: true,
     host: { livePids: (treeId) => listTaggedProcesses(treeId) },
     dispose: () => provider.dispose(),
   };

@@ -221,6 +221,26 @@ describe('ssh provider faults (X3)', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it('X2, K1: a remote leader is born in its tree’s cgroup (the first thing it does is read its own), and the helper is back in its own cgroup after each start', async () => {
+    const p = await open();
+    let home: string | undefined; // the helper's cgroup after its first start
+    for (let i = 0; i < 5; i++) {
+      const job = await p.spawn({
+        // Builtins only: nothing forks or execs before the read.
+        argv: ['bash', '-c', 'while read -r l; do case "$l" in 0::*) echo "$l";; esac; done </proc/$$/cgroup'],
+        ...grace(500),
+        stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
+      });
+      const out = lines(job.stdout!);
+      expect(await job.exited).toEqual({ exitCode: 0, signal: null });
+      expect(out.text).toMatch(/^0::.*\/tether-helper-\d+\/t-[^/]+\n$/);
+      home ??= readFileSync(`/proc/${daemonPid()}/cgroup`, 'utf8');
+      expect(home).not.toMatch(/\/t-/); // no tree's kill reaches it
+      expect(readFileSync(`/proc/${daemonPid()}/cgroup`, 'utf8')).toBe(home);
+      await job.kill();
+    }
+  });
+
   it('X2, K1: after the leader exited, kill still takes a hidden child from the cgroup; an empty cgroup is proven at exit, with no round trip', async () => {
     const p = await open();
     const spawn = (script: string) =>

@@ -41,6 +41,7 @@
  * without CAP_SYS_ADMIN), and the process nice still holds.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -504,6 +505,26 @@ static void handle(char *payload, uint32_t len) {
 #include "enter-mode.h"
 #include "idmap-mode.h"
 
+/*
+ * Marks every fd above stdio close-on-exec, so a child holds only the 0, 1 and 2 it was given
+ * (S1, S4): Node passes this process whatever inheritable fds the runtime's own process got
+ * from its parent (a supervisor's pipe, a socket), and no agent command may hold those. Its own
+ * fds keep working here; close_range (Linux 5.11) does it in one call, else /proc/self/fd.
+ */
+static void no_inherited_fds(void) {
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+  if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) == 0) return;
+  DIR *dir = opendir("/proc/self/fd");
+  if (dir == NULL) return;
+  for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+    int fd = atoi(e->d_name);
+    if (fd > 2 && fd != dirfd(dir)) fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+  }
+  closedir(dir);
+}
+
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--enter") == 0) return enter_main(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "--idmap") == 0) return idmap_main(argc, argv);
@@ -540,7 +561,7 @@ int main(int argc, char **argv) {
   signal(SIGQUIT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
-  fcntl(CONTROL, F_SETFD, FD_CLOEXEC);
+  no_inherited_fds(); /* the control socket included */
   size_t cap = 1 << 16, have = 0;
   char *buf = malloc(cap);
   say("READY\n");
