@@ -227,7 +227,11 @@ describe('ssh provider faults (X3)', () => {
     for (let i = 0; i < 5; i++) {
       const job = await p.spawn({
         // Builtins only: nothing forks or execs before the read.
-        argv: ['bash', '-c', 'while read -r l; do case "$l" in 0::*) echo "$l";; esac; done </proc/$$/cgroup'],
+        argv: [
+          'bash',
+          '-c',
+          'while read -r l; do case "$l" in 0::*) echo "$l";; esac; done </proc/$$/cgroup',
+        ],
         ...grace(500),
         stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
       });
