@@ -506,10 +506,13 @@ static void handle(char *payload, uint32_t len) {
 #include "idmap-mode.h"
 
 /*
- * Marks every fd above stdio close-on-exec, so a child holds only the 0, 1 and 2 it was given
- * (S1, S4): Node passes this process whatever inheritable fds the runtime's own process got
- * from its parent (a supervisor's pipe, a socket), and no agent command may hold those. Its own
- * fds keep working here; close_range (Linux 5.11) does it in one call, else /proc/self/fd.
+ * Marks every fd above stdio close-on-exec, so what this binary execs holds only the 0, 1 and 2
+ * it was given (S1, S4, A6): Node, node-pty and bubblewrap pass it whatever inheritable fds the
+ * runtime's own process got from its parent (a supervisor's pipe, a socket, a directory), and
+ * neither an agent's command nor anything inside a sandbox may hold those (a directory fd
+ * reaches around the enclave's mounts, a socket past its network). Its own
+ * fds keep working here; close_range (Linux 5.11) does it in one call, else /proc/self/fd. In
+ * every mode, first thing.
  */
 static void no_inherited_fds(void) {
 #ifndef SYS_close_range
@@ -526,6 +529,7 @@ static void no_inherited_fds(void) {
 }
 
 int main(int argc, char **argv) {
+  no_inherited_fds(); /* the spawner's control socket included: it stays open here */
   if (argc >= 2 && strcmp(argv[1], "--enter") == 0) return enter_main(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "--idmap") == 0) return idmap_main(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "--confine") == 0) return confine_main(argc, argv);
@@ -561,7 +565,6 @@ int main(int argc, char **argv) {
   signal(SIGQUIT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
-  no_inherited_fds(); /* the control socket included */
   size_t cap = 1 << 16, have = 0;
   char *buf = malloc(cap);
   say("READY\n");
