@@ -1,6 +1,6 @@
 import { type ActorRefFrom, assign, type SnapshotFrom, setup, stopChild } from 'xstate';
 import { type AgentMachineInput, agentMachine } from './agent.js';
-import { type ChildSlots, slotId, slotOfChild, withKey, withoutSlot } from './child-slots.js';
+import { type ChildSlots, childOfKey, slotId, slotOfChild, withKey, withoutSlot } from './child-slots.js';
 import { completionRouterMachine, type RouterMachineInput } from './completion-router.js';
 
 /**
@@ -51,11 +51,9 @@ export function agentChildOf(
   registry: AgentRegistrySnapshot,
   publication: string,
 ): ActorRefFrom<typeof agentMachine> | undefined {
-  const slot = registry.context.agents.indexOf(publication);
   // An `agent#` child is always an agent actor (children are typed as the union of both).
-  return slot < 0
-    ? undefined
-    : (registry.children[slotId(AGENT_SLOT, slot)] as ActorRefFrom<typeof agentMachine> | undefined);
+  const children = registry.children as Record<string, ActorRefFrom<typeof agentMachine> | undefined>;
+  return childOfKey(children, registry.context.agents, AGENT_SLOT, publication);
 }
 
 /**
@@ -70,12 +68,11 @@ export function routerChildOf(
   registry: AgentRegistrySnapshot,
   routerId: string,
 ): ActorRefFrom<typeof completionRouterMachine> | undefined {
-  const slot = registry.context.routers.indexOf(routerId);
-  return slot < 0
-    ? undefined
-    : (registry.children[slotId(ROUTER_SLOT, slot)] as
-        | ActorRefFrom<typeof completionRouterMachine>
-        | undefined);
+  const children = registry.children as Record<
+    string,
+    ActorRefFrom<typeof completionRouterMachine> | undefined
+  >;
+  return childOfKey(children, registry.context.routers, ROUTER_SLOT, routerId);
 }
 
 /**

@@ -39,3 +39,21 @@ export function slotId(prefix: string, slot: number): string {
 export function slotOfChild(prefix: string, childId: string): number {
   return Number(childId.slice(prefix.length));
 }
+
+/**
+ * The child whose slot holds `key` (its id `<prefix><slot>`), or undefined when no slot does.
+ *
+ * @example
+ * ```ts
+ * childOfKey(snapshot.children, snapshot.context.running, 'job#', 'job_a'); // children['job#0']
+ * ```
+ */
+export function childOfKey<T>(
+  children: Readonly<Record<string, T | undefined>>,
+  slots: ChildSlots,
+  prefix: string,
+  key: string,
+): T | undefined {
+  const slot = slots.indexOf(key);
+  return slot < 0 ? undefined : children[slotId(prefix, slot)];
+}

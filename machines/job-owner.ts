@@ -7,7 +7,7 @@ import {
   spawnChild,
   stopChild,
 } from 'xstate';
-import { type ChildSlots, slotId, slotOfChild, withKey, withoutSlot } from './child-slots.js';
+import { type ChildSlots, childOfKey, slotId, slotOfChild, withKey, withoutSlot } from './child-slots.js';
 import { type JobMachineInput, jobMachine } from './job.js';
 
 /** What an owner's actor counts: slots (reserved or held by a live job), and its live jobs. */
@@ -100,8 +100,7 @@ export function jobChildOf(
   owner: SnapshotFrom<typeof jobOwnerMachine>,
   jobId: string,
 ): AnyActorRef | undefined {
-  const slot = owner.context.running.indexOf(jobId);
-  return slot < 0 ? undefined : owner.children[jobSlotId(slot)];
+  return childOfKey(owner.children, owner.context.running, JOB_SLOT, jobId);
 }
 
 // The slot a child's done or error event names (`xstate.done.actor.job#2` → 2).

@@ -8,7 +8,7 @@ import {
   spawnChild,
   stopChild,
 } from 'xstate';
-import { type ChildSlots, slotId, slotOfChild, withKey, withoutSlot } from './child-slots.js';
+import { type ChildSlots, childOfKey, slotId, slotOfChild, withKey, withoutSlot } from './child-slots.js';
 import type { JobMachineInput } from './job.js';
 import { type JobEndedEvent, type JobOwnerEvent, jobOwnerMachine, registeredJob } from './job-owner.js';
 
@@ -51,9 +51,7 @@ export function ownerChildOf(
   shard: SnapshotFrom<typeof jobShardMachine>,
   ownerKey: string,
 ): AnyActorRef | undefined {
-  return shard.context.owners.includes(ownerKey)
-    ? shard.children[ownerChildId(shard.context.owners, ownerKey)]
-    : undefined;
+  return childOfKey(shard.children, shard.context.owners, OWNER_SLOT, ownerKey);
 }
 
 /**
