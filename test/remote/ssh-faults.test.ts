@@ -237,6 +237,12 @@ describe('ssh provider faults (X3)', () => {
       });
       const out = lines(job.stdout!);
       expect(await job.exited).toEqual({ exitCode: 0, signal: null });
+      // Its output can arrive after its exit: wait for the line.
+      await until(
+        'the cgroup line',
+        () => out.text,
+        (t) => t.endsWith('\n'),
+      );
       expect(out.text).toMatch(/^0::.*\/tether-helper-\d+\/t-[^/]+\n$/);
       home ??= readFileSync(`/proc/${daemonPid()}/cgroup`, 'utf8');
       expect(home).not.toMatch(/\/t-/); // no tree's kill reaches it
