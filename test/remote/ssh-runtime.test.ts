@@ -50,7 +50,13 @@ describe('a runtime on the ssh provider (X1)', () => {
       if (!seen.includes('started')) await pause(10);
     }
     expect(seen).toContain('started');
-    expect(listTaggedProcesses(treeIdPrefix()).length).toBe(3); // bash and both sleeps, remotely
+    // Bash and both sleeps, remotely. `started` can come while a sleep is still exec'ing (its
+    // environ, where the marker is read, is unreadable for that moment): poll, bounded.
+    await until(
+      'bash and both sleeps',
+      () => listTaggedProcesses(treeIdPrefix()).length,
+      (n) => n === 3,
+    );
     expect(await rt.jobs.kill(lease.token, job.id)).toBe('requested');
     expect(await rt.jobs.wait(lease.token, job.id, 600_000)).toBe(true);
     await rt.jobs.drainOwner(lease.token);
