@@ -164,7 +164,12 @@ describe('ssh provider faults (X3)', () => {
       stdio: { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' },
     });
     await lines(job.stdout!).until('ready');
-    expect(listTaggedProcesses(job.treeId).length).toBe(2);
+    // Both, once neither is mid-exec (its environ, where the marker is read, is briefly unreadable).
+    await until(
+      'bash and the setsid sleep',
+      () => listTaggedProcesses(job.treeId).length,
+      (n) => n === 2,
+    );
     process.kill(daemonPid(), 'SIGKILL');
     expect(await job.exited).toEqual({ exitCode: null, signal: null });
     const err = await job.kill().catch((e: unknown) => e);
