@@ -1206,8 +1206,9 @@ class Daemon:
         posix_spawn (glibc: a vfork-like clone, the child execs at once) instead of a fork of
         this Python process: a fork copies its page tables, and until the child execs every
         object the daemon touches is a copy-on-write fault, while a forked child runs Python to
-        set itself up. Measured here: 3 ms of the daemon's CPU per spawn through clone3, 0.4 ms
-        this way (bench/remote-scale.js, frames: one-shot calls). Its child cannot enter a cgroup
+        set itself up. Measured here: 2.9-3.5 ms of the daemon's CPU per spawn through clone3,
+        0.4 ms this way (a scratch loop of 200 spawns of /bin/true); one link's one-shot calls
+        went from 47-50 to 208-225 a second (bench/remote-scale.js, frames). Its child cannot enter a cgroup
         by itself, so the daemon steps into the tree's cgroup for the spawn and back: the leader
         is born inside it, and nothing of it ever ran outside (the kill's proof relies on that).
         The daemon is single-threaded, so nothing else happens while it is in there. Everything
