@@ -161,12 +161,15 @@ function contractTests(name: string, factory: ProviderFactory): void {
     it('S1, S4: the leader starts in a session of its own holding only 0, 1 and 2, with no signal blocked and SIGHUP, SIGPIPE, SIGXFSZ at their defaults', async () => {
       const child = await spawn(spec(['sleep', '30'], { stdin: 'pipe' }));
       const { pid } = child.identity;
-      // Read from outside: the leader runs no code of ours to look at itself.
+      // Read from outside: the leader runs no code of ours to look at itself. `sleep` opens its
+      // locale file for a moment at its start: the look lets it settle (up to 1 s) before it
+      // lists; an inherited fd never goes away, so it is still seen.
       const look = await spawn(
         spec([
           'bash',
           '-c',
-          'ls /proc/$1/fd | tr "\\n" " "; echo; ps -o sid= -p $1; grep -E "^Sig(Blk|Ign)" /proc/$1/status',
+          'for i in $(seq 50); do [ "$(ls /proc/$1/fd | tr "\\n" " ")" = "0 1 2 " ] && break; sleep 0.02; done; ' +
+            'ls /proc/$1/fd | tr "\\n" " "; echo; ps -o sid= -p $1; grep -E "^Sig(Blk|Ign)" /proc/$1/status',
           'look',
           String(pid),
         ]),
