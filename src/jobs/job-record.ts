@@ -2,24 +2,31 @@ import { randomBytes } from 'node:crypto';
 import type { ActorRefFrom } from 'xstate';
 import type { jobMachine } from '../../machines/job.js';
 import type { RetainedOutput } from '../output/retained-output.js';
-import type { JobErrorReporter, JobHooks } from './job-types.js';
+import { isTerminalSnapshot, jobInfoOf } from './job-info.js';
+import type { JobErrorReporter, JobHooks, JobInfo } from './job-types.js';
 
 export type { JobErrorReporter } from './job-types.js';
 
 /**
  * What the registry holds for one job: the producer's hooks, the output buffer, and the job
- * actor whose snapshot is the job's lifecycle. `settled` resolves when the actor ended.
+ * actor whose snapshot is the job's lifecycle — then, once it ended, what its final snapshot
+ * says (see {@link settleRecord}). `settled` resolves when the actor ended.
  */
 export interface JobRecord {
   readonly id: string;
   readonly ownerKey: string;
-  /** The producer's; {@link ENDED_HOOKS} once the job ended (see {@link releaseHooks}). */
+  /** The producer's; {@link ENDED_HOOKS} once the job ended (see {@link settleRecord}). */
   hooks: JobHooks;
   readonly output: RetainedOutput;
   readonly settled: Promise<void>;
   readonly markSettled: () => void;
-  /** Set in the same step that spawns the actor; records without one are not visible yet. */
-  actor?: ActorRefFrom<typeof jobMachine>;
+  /**
+   * Set in the same step that spawns the actor; records without one (nor `final`) are not
+   * visible yet. Undefined again once the job ended and `final` holds what it said.
+   */
+  actor: ActorRefFrom<typeof jobMachine> | undefined;
+  /** The job's info from its actor's final snapshot, once it ended (see {@link settleRecord}). */
+  final: JobInfo | undefined;
 }
 
 /**
@@ -41,7 +48,8 @@ export function createJobRecord(
   const settled = new Promise<void>((resolve) => {
     markSettled = resolve;
   });
-  return { id, ownerKey, hooks, output, settled, markSettled };
+  // Every field from the start: an object whose fields come and go loses V8's fast layout.
+  return { id, ownerKey, hooks, output, settled, markSettled, actor: undefined, final: undefined };
 }
 
 /** What an ended job's record holds instead of its producer's hooks: nothing of the process. */
@@ -51,19 +59,49 @@ export const ENDED_HOOKS: JobHooks = Object.freeze({
 });
 
 /**
- * Lets go of the producer's hooks once the job ended: its output is in the record's buffer and
- * its lifecycle in the actor's snapshot, and the hooks held the process handle, its pipes and
- * controllers — 17 KB of heap per finished `echo` job, kept until the owner ends (P8: 12,000
- * jobs in a minute).
+ * Lets go of the producer's hooks and of the stopped job actor once the job ended: its output
+ * is in the record's buffer, and its lifecycle can no longer change, so what the actor's final
+ * snapshot says is kept instead (derived from it, never a parallel status). The hooks held the
+ * process handle, its pipes and controllers (17 KB of heap per finished `echo` job), the actor
+ * its mailbox, closures and snapshot (~1.3 KB), all kept until the owner ends (P8: 12,000 jobs
+ * in a minute).
  *
  * @example
  * ```ts
  * record.output.close();
- * releaseHooks(record);
+ * settleRecord(record); // in the registry's step that reports the job's actor ended
+ * infoOfRecord(record).isTerminal; // true
  * ```
  */
-export function releaseHooks(record: JobRecord): void {
+export function settleRecord(record: JobRecord): void {
   record.hooks = ENDED_HOOKS;
+  if (record.actor === undefined) return;
+  const snapshot = record.actor.getSnapshot();
+  if (!isTerminalSnapshot(snapshot)) return; // not ended after all: keep asking the actor
+  record.final = Object.freeze(jobInfoOf(snapshot)); // shared by every later query: nobody may change it
+  record.actor = undefined;
+}
+
+/**
+ * A registered job's info: from its actor's snapshot while it runs, its final one after.
+ *
+ * @example
+ * ```ts
+ * const info = infoOfRecord(record); // what jobs.list and jobs.start report
+ * ```
+ */
+export function infoOfRecord(record: JobRecord): JobInfo {
+  return record.final ?? jobInfoOf(record.actor!.getSnapshot());
+}
+
+/** Whether the job is registered (its actor was spawned), ended or not: only then is it visible. */
+export function isVisible(record: JobRecord): boolean {
+  return record.actor !== undefined || record.final !== undefined;
+}
+
+/** Whether the job ended (J2), without building its info. */
+export function isEndedRecord(record: JobRecord): boolean {
+  return record.final !== undefined || isTerminalSnapshot(record.actor!.getSnapshot());
 }
 
 /**

@@ -14,15 +14,17 @@ import {
   normalizeExit,
   positiveInteger,
 } from './job-args.js';
-import { isTerminalSnapshot, jobInfoOf } from './job-info.js';
 import {
   callHook,
   createJobRecord,
+  infoOfRecord,
+  isEndedRecord,
+  isVisible,
   type JobRecord,
   JobRecords,
   newJobId,
   pullOutput,
-  releaseHooks,
+  settleRecord,
   warnJobError,
 } from './job-record.js';
 import { StartsInFlight } from './job-starts.js';
@@ -93,10 +95,9 @@ export function createJobService(options: JobServiceOptions): JobService {
   let disposing: Promise<void> | undefined;
 
   const pull = (record: JobRecord): void => pullOutput(record, onError);
-  const infoOf = (record: JobRecord): JobInfo => jobInfoOf(record.actor!.getSnapshot());
-  const isTerminal = (record: JobRecord): boolean => isTerminalSnapshot(record.actor!.getSnapshot());
-  const ownRecords = (ownerKey: string): JobRecord[] =>
-    [...records.ofOwner(ownerKey)].filter((r) => r.actor !== undefined);
+  const infoOf = infoOfRecord;
+  const isTerminal = isEndedRecord;
+  const ownRecords = (ownerKey: string): JobRecord[] => [...records.ofOwner(ownerKey)].filter(isVisible);
 
   const system = startJobSystem(
     limit,
@@ -114,7 +115,7 @@ export function createJobService(options: JobServiceOptions): JobService {
         const record = records.get(jobId)!;
         pull(record);
         record.output.close();
-        releaseHooks(record);
+        settleRecord(record);
         record.markSettled();
         keepFinishedWithinBudget(record);
         unwatch.get(jobId)?.();
@@ -147,7 +148,7 @@ export function createJobService(options: JobServiceOptions): JobService {
     const ownerKey = owners.keyOf(owners.assertLive(owner));
     assertJobId(jobId);
     const record = records.get(jobId);
-    if (record?.actor === undefined || record.ownerKey !== ownerKey) {
+    if (record === undefined || !isVisible(record) || record.ownerKey !== ownerKey) {
       throw new TetherError(
         'JOB_NOT_FOUND',
         `no job '${jobId}' belongs to this owner; list() shows its jobs`,
@@ -299,7 +300,7 @@ export function createJobService(options: JobServiceOptions): JobService {
     },
 
     stats() {
-      const all = [...records.values()].filter((r) => r.actor !== undefined);
+      const all = [...records.values()].filter(isVisible);
       return {
         jobs: all.length,
         running: all.filter((r) => !isTerminal(r)).length,

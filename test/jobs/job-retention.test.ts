@@ -39,6 +39,39 @@ describe('job retention', () => {
     expect(h.jobs.stats().jobs).toBe(1);
   });
 
+  it("J5, J2: a finished job keeps what its actor's final snapshot said, not the stopped actor (its mailbox and closures, ~1.3 KB a job; P8)", async () => {
+    let actorRef: WeakRef<object> | undefined;
+    h = jobHarness({
+      inspect: (event) => {
+        const snapshot = event.type === '@xstate.snapshot' ? (event.snapshot as { context?: unknown }) : {};
+        const context = snapshot.context as { jobId?: string; kind?: string } | undefined;
+        if (context?.kind === 'ended-job' && actorRef === undefined) actorRef = new WeakRef(event.actorRef);
+      },
+    });
+    const owner = h.owners.host().token;
+    const info = await h.jobs.start(owner, {
+      kind: 'ended-job',
+      label: 'exits 3',
+      run: ({ append }) => {
+        append('out\n');
+        return { cancel() {}, done: Promise.resolve({ exitCode: 3, signal: null }) };
+      },
+    });
+    const ended = await settle(h.jobs, owner, info.id);
+    expect(ended).toMatchObject({ id: info.id, state: 'failed', exitCode: 3, isTerminal: true });
+    expect(actorRef).toBeDefined(); // the inspector saw the job's actor
+    expect(await collected(actorRef!)).toBe(true);
+    // Everything a caller asks of it still answers from what the final snapshot said.
+    expect(await h.jobs.list(owner)).toEqual([ended]);
+    expect(await h.jobs.wait(owner, info.id, 10)).toBe(true);
+    expect(await h.jobs.kill(owner, info.id)).toBe('already_stopped');
+    expect((await readAll(h.jobs, owner, info.id)).text).toBe('out\n');
+    expect(h.jobs.stats()).toMatchObject({ jobs: 1, running: 0 });
+    // The shared answer cannot be changed by one caller for the next.
+    const [listed] = await h.jobs.list(owner);
+    expect(Object.isFrozen(listed)).toBe(true);
+  });
+
   it("J4, O2: an owner's actor lives from its first start until the owner ended and its jobs drained, then the job system lets it go (P8)", async () => {
     // Each shard's owners, from the snapshots the inspector sees (a shard's id is `shard:N`).
     const shards = new Map<string, readonly (string | null)[]>();
