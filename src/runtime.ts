@@ -4,6 +4,7 @@ import type { Agent, AgentOptions, AgentService, AgentServiceStats } from './age
 import { assertArgument, TetherError } from './errors.js';
 import { createJobService } from './jobs/job-service.js';
 import type { JobInfo, JobService, JobServiceStats } from './jobs/job-types.js';
+import { allocatorTrim } from './native/allocator.js';
 import { openFactLog } from './observe/fact-log.js';
 import { createFactStream } from './observe/fact-stream.js';
 import type { Fact, ObserveOptions } from './observe/fact-types.js';
@@ -531,6 +532,7 @@ export async function createRuntime(options?: RuntimeOptions): Promise<Runtime> 
         await spillPool?.destroy();
         spills?.removeAll(); // K4: unless kept, a spill does not outlive its runtime
         await boundary.close(); // the runtime's cgroup and ledger record go last
+        allocatorTrim()?.trim(); // its threads ended: what they freed goes back to the kernel (D2)
         facts.emit({ type: 'runtime.disposed' });
         facts.close();
         await log?.close();
