@@ -78,12 +78,13 @@ export function settleRecord(record: JobRecord): void {
   if (record.actor === undefined) return;
   const snapshot = record.actor.getSnapshot();
   if (!isTerminalSnapshot(snapshot)) return; // not ended after all: keep asking the actor
-  record.final = Object.freeze(jobInfoOf(snapshot)); // shared by every later query: nobody may change it
+  record.final = jobInfoOf(snapshot);
   record.actor = undefined;
 }
 
 /**
- * A registered job's info: from its actor's snapshot while it runs, its final one after.
+ * A registered job's info: from its actor's snapshot while it runs, its final one after. A new
+ * object each time, as while it ran: what one caller does to it is not the next one's answer.
  *
  * @example
  * ```ts
@@ -91,7 +92,7 @@ export function settleRecord(record: JobRecord): void {
  * ```
  */
 export function infoOfRecord(record: JobRecord): JobInfo {
-  return record.final ?? jobInfoOf(record.actor!.getSnapshot());
+  return record.final !== undefined ? { ...record.final } : jobInfoOf(record.actor!.getSnapshot());
 }
 
 /** Whether the job is registered (its actor was spawned), ended or not: only then is it visible. */
