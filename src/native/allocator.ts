@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { builtFile } from '../subprocess/built-file.js';
 
 /**
  * What a disposed runtime hands back to the kernel of the C memory it used (D2). The threads a
@@ -32,14 +31,10 @@ let loaded: AllocatorTrim | null | undefined;
 export function allocatorTrim(): AllocatorTrim | null {
   if (loaded !== undefined) return loaded;
   loaded = null;
-  // From src/native (tests, tsx) or dist/src/native (the package).
-  for (const rel of ['../../build/allocator-trim.node', '../../../build/allocator-trim.node']) {
-    const path = fileURLToPath(new URL(rel, import.meta.url));
-    if (!existsSync(path)) continue;
-    try {
-      loaded = require(path) as AllocatorTrim;
-    } catch {} // built for another Node-API or libc: the memory simply stays with the process
-    break;
-  }
+  const path = builtFile('allocator-trim.node');
+  if (path === null) return loaded;
+  try {
+    loaded = require(path) as AllocatorTrim;
+  } catch {} // built for another Node-API or libc: the memory simply stays with the process
   return loaded;
 }

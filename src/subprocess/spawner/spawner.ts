@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, constants as fsConstants, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { constants as fsConstants, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { constants as osConstants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { TetherError } from '../../errors.js';
+import { builtFile } from '../built-file.js';
 import type {
   NamespaceJoin,
   OutputFeed,
@@ -111,13 +112,7 @@ const sharedFeedBuffer = (): Buffer => {
  * where there is none (not built, not Linux).
  */
 export function spawnerBinary(): string | null {
-  if (process.platform !== 'linux') return null;
-  // From src/subprocess/spawner/ (tests) or dist/src/subprocess/spawner/ (the package).
-  for (const rel of ['../../../build/tether-spawner', '../../../../build/tether-spawner']) {
-    const path = new URL(rel, import.meta.url).pathname;
-    if (existsSync(path)) return path;
-  }
-  return null;
+  return process.platform === 'linux' ? builtFile('tether-spawner') : null;
 }
 
 /**
