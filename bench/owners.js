@@ -6,7 +6,9 @@
 //   GC; the main isolate's heap + external part of it (the rest is the PTY worker thread's heap,
 //   node-pty's native state and malloc: threads share one RSS, so that part is not split further);
 // - the children (every descendant of this process, from /proc): count, Rss and Pss summed;
-// - the main loop's p99 and max delay over the jobs phase (`monitorEventLoopDelay`, 1 ms);
+// - the main loop's p99 and max delay over the jobs phase (`monitorEventLoopDelay`, 1 ms), and
+//   the floor: the same of an idle Node process beside it (bench/idle-probe.js), what the load
+//   alone costs a loop with no work of its own;
 // - jobs started, read to the end, failed (by error code), their latency (start to last byte);
 // - after dispose and a GC: RSS against the RSS before the runtime was created (goal within
 //   10 %), every counter of `rt.stats()` (goal: all zero), descendants left.
@@ -40,9 +42,10 @@ const fmt = (x, digits = 1) => (x === undefined || Number.isNaN(x) ? '—' : x.t
 const sp = (xs, digits) => (xs.length > 0 ? spread(xs, digits) : '—');
 const ratio = (a, b) => `${fmt(median(a) / median(b), 2)}× raw`;
 
-// Every descendant of this process (/proc ppid links): how many, and their Rss and Pss summed
-// (smaps_rollup, kB → bytes). Pss shares bash's text and libc among the shells that map them.
-function descendants() {
+// Every descendant of this process (/proc ppid links) but `skip` (the idle probe): how many, and
+// their Rss and Pss summed (smaps_rollup, kB → bytes). Pss shares bash's text and libc among the
+// shells that map them.
+function descendants(skip = null) {
   const parent = new Map();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
@@ -61,7 +64,7 @@ function descendants() {
   let rss = 0;
   let pss = 0;
   for (const pid of parent.keys()) {
-    if (!mine(pid)) continue;
+    if (pid === skip || !mine(pid)) continue;
     try {
       const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'latin1');
       rss += Number(/^Rss:\s+(\d+)/m.exec(text)?.[1] ?? 0) * 1024;
@@ -164,14 +167,42 @@ async function spawnHelper() {
   };
 }
 
+// The idle probe (bench/idle-probe.js), forked before a side starts (a fork of this process once
+// it holds 1,000 PTYs would stall its loop): `around(work)` is `work()` with the probe measuring
+// its own loop meanwhile, `{ result, floor: { p99ms, maxms } }`; `close()` ends it.
+async function idleProbe() {
+  const probe = fork(new URL('./idle-probe.js', import.meta.url), [], {
+    execArgv: [],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  await new Promise((resolve, reject) => probe.once('spawn', resolve).once('error', reject));
+  const exited = new Promise((resolve) => probe.once('exit', resolve));
+  return {
+    pid: probe.pid,
+    async around(work) {
+      probe.send('start');
+      const result = await work();
+      const floor = new Promise((resolve) => probe.once('message', resolve));
+      probe.send('stop');
+      return { result, floor: await floor };
+    },
+    async close() {
+      probe.disconnect();
+      await exited;
+    },
+  };
+}
+
 // What both sides measure the same way around a side's own work: RSS before it starts, once its
 // first terminal is idle, once all are (1 s after the last opened), after the jobs phase and
-// after its dispose; descendants and limits at idle; the heap before and after. `start()` makes
+// after its dispose; descendants and limits at idle; the heap before and after; the idle probe's
+// loop delay over the jobs phase (the floor, not counted in descendants). `start()` makes
 // the side: { open(count), job(i), dispose(), mainHeap?, perTerminal(...), atIdle?(), atEnd() }.
 async function measured(owners, seconds, start) {
   const rss0 = await collectedRss();
   const heap0 = heapNow();
   const heapTotal0 = process.memoryUsage().heapTotal;
+  const probe = await idleProbe();
   const side = await start();
   const first = await side.open(1);
   const rssOne = await collectedRss();
@@ -181,9 +212,10 @@ async function measured(owners, seconds, start) {
   const rssIdle = await collectedRss();
   const heapIdle = side.mainHeap ? process.memoryUsage() : null;
   const idle = (await side.atIdle?.()) ?? {};
-  const children = descendants();
+  const children = descendants(probe.pid);
   const limits = limitsNow();
-  const jobs = await jobPhase(owners, seconds, side.job);
+  const { result: jobs, floor } = await probe.around(() => jobPhase(owners, seconds, side.job));
+  await probe.close();
   const rssJobs = await collectedRss();
   const disposed = await timed(() => side.dispose());
   const { rssAfter, backMs, heapTotal } = await rssBack(rss0);
@@ -200,6 +232,7 @@ async function measured(owners, seconds, start) {
     children,
     limits,
     jobs,
+    floor,
     disposeMs: disposed.ms,
     ...side.perTerminal({ first, rest: opened.result, heapOne, heapIdle }),
     heap0,
@@ -387,7 +420,13 @@ export async function rows(quick) {
       `P8 loop p99 ms over the jobs phase (${seconds} s)`,
       ...withRatio((m) => m.jobs.p99ms, 1),
       'p99 ≤ 5',
-      '',
+      `the floor: an idle Node process beside the side (bench/idle-probe.js), its own loop over the same window: p99 raw side ${sp(
+        of('raw', (m) => m.floor.p99ms),
+        1,
+      )}, tether side ${sp(
+        t.map((m) => m.floor.p99ms),
+        1,
+      )} ms`,
     ],
     ['P8 loop max ms over the jobs phase', ...withRatio((m) => m.jobs.maxms, 0), '—', ''],
     [

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { newJobId } from '../../src/jobs/job-record.js';
 import type { JobSpec } from '../../src/jobs/job-types.js';
 import { createLocalProvider } from '../../src/subprocess/local-provider.js';
 import { treeIdPrefix } from '../../src/subprocess/marker.js';
@@ -13,6 +14,13 @@ afterEach(async () => {
 });
 
 describe('jobs.start', () => {
+  it('J1: job ids drawn from the pooled random bytes are all distinct across refills, 12 base64url characters each', () => {
+    // 256 ids a pool: 2,000 ids take eight refills and end partway through one.
+    const ids = Array.from({ length: 2_000 }, () => newJobId());
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^job_[\w-]{12}$/);
+  });
+
   it('J1: a job is kind, label and the hooks its producer returns; the registry owns the rest', async () => {
     h = jobHarness();
     const owner = h.owners.host().token;
