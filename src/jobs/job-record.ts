@@ -231,4 +231,3 @@ export function newJobId(): string {
   idAt += ID_BYTES;
   return `job_${idPool.toString('base64url', idAt - ID_BYTES, idAt)}`;
 }
-
