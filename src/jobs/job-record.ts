@@ -210,7 +210,8 @@ export function warnJobError(error: unknown, where: { readonly jobId: string; re
 }
 
 // Random bytes for 256 ids at a time, each used once: one `randomBytes(9)` per job was a
-// getrandom call and a Buffer each, 2 % of a job's main-thread CPU at P8's 200 jobs/s.
+// getrandom call and a Buffer each, 7.2–7.4 µs an id alone against 0.2 pooled, and 2 % of the
+// main thread's CPU in a profile of 3,300 `echo` jobs (47 µs a job there, under load).
 const ID_BYTES = 9;
 let idPool = Buffer.alloc(0);
 let idAt = 0;
