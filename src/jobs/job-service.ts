@@ -95,8 +95,6 @@ export function createJobService(options: JobServiceOptions): JobService {
   let disposing: Promise<void> | undefined;
 
   const pull = (record: JobRecord): void => pullOutput(record, onError);
-  const infoOf = infoOfRecord;
-  const isTerminal = isEndedRecord;
   const ownRecords = (ownerKey: string): JobRecord[] => [...records.ofOwner(ownerKey)].filter(isVisible);
 
   const system = startJobSystem(
@@ -121,7 +119,7 @@ export function createJobService(options: JobServiceOptions): JobService {
         unwatch.get(jobId)?.();
         unwatch.delete(jobId);
         facts.emit(tailFact(record)); // V1: the final tail, also for a replay (V3)
-        hub.publish(record.ownerKey, infoOf(record));
+        hub.publish(record.ownerKey, infoOfRecord(record));
       },
       now,
     },
@@ -131,7 +129,7 @@ export function createJobService(options: JobServiceOptions): JobService {
   // A long-lived owner's finished jobs must not hold unbounded output: over the budget, the
   // oldest finished jobs lose their oldest unread output first (J5's `dropped` tells the reader).
   const keepFinishedWithinBudget = (justEnded: JobRecord): void => {
-    const finished = ownRecords(justEnded.ownerKey).filter((r) => r === justEnded || isTerminal(r));
+    const finished = ownRecords(justEnded.ownerKey).filter((r) => r === justEnded || isEndedRecord(r));
     let total = finished.reduce((n, r) => n + r.output.retained, 0);
     for (const record of finished) {
       if (total <= finishedBudget) break;
@@ -205,11 +203,11 @@ export function createJobService(options: JobServiceOptions): JobService {
   const drainKey = async (ownerKey: string): Promise<void> => {
     for (;;) {
       if (await starts.settle(ownerKey)) continue;
-      const live = ownRecords(ownerKey).filter((r) => !isTerminal(r));
+      const live = ownRecords(ownerKey).filter((r) => !isEndedRecord(r));
       if (live.length === 0) return;
       for (const record of live) {
         await settleTurns.take();
-        if (!isTerminal(record)) record.actor!.send({ type: 'CANCEL' }); // it may have ended meanwhile
+        if (!isEndedRecord(record)) record.actor!.send({ type: 'CANCEL' }); // it may have ended meanwhile
       }
       await Promise.all(live.map((r) => r.settled));
     }
@@ -248,7 +246,7 @@ export function createJobService(options: JobServiceOptions): JobService {
         );
       }
       system.send({ type: 'RESERVE', ownerKey });
-      return infoOf(await starts.track(ownerKey, register(ownerKey, spec, opts.resume)));
+      return infoOfRecord(await starts.track(ownerKey, register(ownerKey, spec, opts.resume)));
     },
 
     async read(owner, jobId, cursor, maxChars = DEFAULT_READ_CHARS) {
@@ -264,18 +262,18 @@ export function createJobService(options: JobServiceOptions): JobService {
 
     async list(owner) {
       assertOpen();
-      return ownRecords(owners.keyOf(owners.assertLive(owner))).map(infoOf);
+      return ownRecords(owners.keyOf(owners.assertLive(owner))).map(infoOfRecord);
     },
 
     async wait(owner, jobId, timeoutMs) {
       const record = own(owner, jobId);
       assertTimeout(timeoutMs);
-      return waiters.wait(record.settled, () => isTerminal(record), timeoutMs);
+      return waiters.wait(record.settled, () => isEndedRecord(record), timeoutMs);
     },
 
     async kill(owner, jobId) {
       const record = own(owner, jobId);
-      if (isTerminal(record)) return 'already_stopped';
+      if (isEndedRecord(record)) return 'already_stopped';
       record.actor!.send({ type: 'CANCEL' });
       return 'requested';
     },
@@ -285,7 +283,9 @@ export function createJobService(options: JobServiceOptions): JobService {
       const ownerKey = owners.keyOf(owners.assertLive(owner));
       if (typeof listener !== 'function')
         throw new TetherError('INVALID_ARGUMENT', 'listener must be a function');
-      return hub.subscribe(ownerKey, listener, () => ownRecords(ownerKey).filter(isTerminal).map(infoOf));
+      return hub.subscribe(ownerKey, listener, () =>
+        ownRecords(ownerKey).filter(isEndedRecord).map(infoOfRecord),
+      );
     },
 
     async drainOwner(owner) {
@@ -303,7 +303,7 @@ export function createJobService(options: JobServiceOptions): JobService {
       const all = [...records.values()].filter(isVisible);
       return {
         jobs: all.length,
-        running: all.filter((r) => !isTerminal(r)).length,
+        running: all.filter((r) => !isEndedRecord(r)).length,
         starting: starts.count + turns.waiting,
         waiters: waiters.waiters,
         timers: waiters.timers,
